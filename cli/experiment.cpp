@@ -1,0 +1,92 @@
+#include "cli/experiment.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "topologies/star.hpp"
+
+namespace fabricsim {
+
+namespace {
+
+// Nearest-rank percentile of sorted values (p in [0, 100]).
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const auto rank =
+      static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
+}
+
+}  // namespace
+
+RunResult run_scenario(const Scenario& scenario, std::function<void(Time)> progress) {
+  Simulation sim(scenario.seed);
+  StarFabric fabric(sim, scenario.fabric);
+  fabric.messages() = generate_messages(scenario.traffic, scenario.fabric.hosts, sim.rng());
+  fabric.start_messages();
+  GaugeSampler sampler(sim, scenario.simulation.timeseries, scenario.simulation.sample_interval);
+  if (progress) sim.set_progress_callback(std::move(progress));
+
+  const StopReason reason = sim.run_until(scenario.simulation.stop_time);
+
+  RunResult r;
+  r.status = reason == StopReason::kIdle ? "completed" : "time-limit";
+  r.sim_time = sim.now();
+  r.events = sim.events_processed();
+
+  const auto& log = fabric.messages();
+  std::vector<double> fct_us;
+  Bytes delivered{0};
+  Time first_start = Time::max(), last_finish = Time::zero();
+  for (const Message& m : log) {
+    delivered += m.received;
+    first_start = std::min(first_start, m.start);
+    if (m.complete()) {
+      fct_us.push_back((m.finish - m.start).us());
+      last_finish = std::max(last_finish, m.finish);
+    }
+  }
+  std::sort(fct_us.begin(), fct_us.end());
+  const Time span = last_finish > first_start ? last_finish - first_start : Time::zero();
+  double mean = 0;
+  for (double v : fct_us) mean += v;
+  if (!fct_us.empty()) mean /= static_cast<double>(fct_us.size());
+
+  Bytes peak_queue{0};
+  double peak_util = 0;
+  std::uint64_t drops = 0;
+  Switch& sw = fabric.core();
+  for (std::size_t i = 0; i < sw.port_count(); ++i) {
+    EgressPort& port = sw.port(i);
+    peak_queue = std::max(peak_queue, port.peak_queued());
+    if (span > Time::zero())
+      peak_util =
+          std::max(peak_util, rate_gbps(Bytes(static_cast<Bytes::rep>(port.tx_bytes())), span) /
+                                  port.config().rate.gbps());
+  }
+  for (const auto& c : sim.probes().counters()) {
+    r.counters.emplace_back(std::string(c.name), c.value);
+    if (c.name.ends_with(".drop_packets")) drops += c.value;
+  }
+
+  r.metrics = {
+      {"messages_total", static_cast<double>(log.size()), ""},
+      {"messages_completed", static_cast<double>(fct_us.size()), ""},
+      {"delivered_payload_bytes", static_cast<double>(delivered.count()), "B"},
+      {"makespan_us", span.us(), "us"},
+      {"aggregate_goodput_gbps", rate_gbps(delivered, span), "Gb/s"},
+      {"fct_mean_us", mean, "us"},
+      {"fct_p50_us", percentile(fct_us, 50), "us"},
+      {"fct_p99_us", percentile(fct_us, 99), "us"},
+      {"fct_max_us", fct_us.empty() ? 0 : fct_us.back(), "us"},
+      {"dropped_packets", static_cast<double>(drops), ""},
+      {"peak_switch_queue_bytes", static_cast<double>(peak_queue.count()), "B"},
+      {"peak_switch_port_utilization", peak_util, ""},
+  };
+  r.series_names = sampler.names();
+  r.series_times = sampler.times();
+  r.series_values = sampler.values();
+  return r;
+}
+
+}  // namespace fabricsim

@@ -1,0 +1,36 @@
+#pragma once
+// Runs a scenario and gathers its results: builds the fabric and traffic from the plain
+// structs, runs the simulation, and reduces probes and the message log to metrics.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "loader/scenario.hpp"
+#include "sim/simulation.hpp"
+
+namespace fabricsim {
+
+struct Metric {
+  std::string name;
+  double value;
+  std::string unit;  // for the text report; results.json carries the unit in the name
+};
+
+struct RunResult {
+  std::string status;  // "completed" (all traffic done), "time-limit"
+  Time sim_time;
+  std::uint64_t events = 0;
+  std::vector<Metric> metrics;
+  std::vector<std::pair<std::string, std::uint64_t>> counters;
+  // Sampled gauges (aligned with times).
+  std::vector<std::string> series_names;
+  std::vector<Time> series_times;
+  std::vector<std::vector<double>> series_values;
+};
+
+// `progress` is called now and then with the simulated time (nullptr: no progress).
+RunResult run_scenario(const Scenario& scenario, std::function<void(Time)> progress = {});
+
+}  // namespace fabricsim

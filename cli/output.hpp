@@ -1,0 +1,24 @@
+#pragma once
+// Result files and the text report. Files are written to a temporary name in the target
+// folder and renamed into place, so an interrupted run never leaves a half-written result.
+// results.json is a pure function of the scenario and seed (no wall-clock time, no paths of
+// the output folder), so runs can be compared byte for byte.
+
+#include <filesystem>
+#include <string>
+
+#include "cli/experiment.hpp"
+
+namespace fabricsim {
+
+std::string results_json(const Scenario& scenario, const RunResult& result);
+std::string timeseries_csv(const RunResult& result);
+std::string text_report(const Scenario& scenario, const RunResult& result);
+
+// Writes results.json (and timeseries.csv when gauges were recorded) into `dir`.
+void write_results(const std::filesystem::path& dir, const Scenario& scenario,
+                   const RunResult& result);
+// Writes `content` to `file` through a temporary file and a rename.
+void write_file_atomically(const std::filesystem::path& file, const std::string& content);
+
+}  // namespace fabricsim

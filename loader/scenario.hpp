@@ -1,0 +1,49 @@
+#pragma once
+// The scenario: everything a run needs, as plain structs with units. Parsed and validated at
+// the edge (this file), so models never see a string. Every key is documented in
+// docs/scenario.md (a test checks that each key the loader knows appears there).
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "loader/config_tree.hpp"
+#include "models/traffic.hpp"
+#include "topologies/star.hpp"
+
+namespace fabricsim {
+
+struct SimulationSettings {
+  Time stop_time;                       // hard end of simulated time
+  Time sample_interval;                 // period of gauge sampling (0 = off)
+  std::vector<std::string> timeseries;  // glob patterns of gauges to record
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::uint64_t seed = 1;
+  SimulationSettings simulation;
+  StarSpec fabric;
+  TrafficSpec traffic;
+  toml::table resolved;  // the scenario as it runs: every key, defaults filled in
+};
+
+struct LoadOptions {
+  std::vector<std::string> overrides;  // "a.b.c=value", applied in order after the files
+};
+
+// Throws ConfigError with one line per problem found.
+Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& options = {});
+Scenario load_scenario_text(std::string_view text, std::string source_name,
+                            const LoadOptions& options = {});
+// Validates and converts an already merged document.
+Scenario read_scenario(const ConfigDocument& doc, std::string default_name);
+
+// Every key path the loader knows for `scenario`'s choices (for the documentation check).
+std::vector<std::string> known_scenario_keys(const Scenario& scenario);
+
+}  // namespace fabricsim

@@ -1,0 +1,88 @@
+#include "sim/probes.hpp"
+
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "sim/simulation.hpp"
+
+namespace fabricsim {
+
+bool glob_match(std::string_view pattern, std::string_view name) {
+  // Iterative matcher with single-star backtracking: O(|pattern| * |name|) worst case.
+  std::size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
+      ++p;
+      ++n;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = n;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      n = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+void ProbeRegistry::claim(const std::string& name) {
+  if (counters_.contains(name) || gauges_.contains(name))
+    throw std::logic_error(fmt::format("probe \"{}\" is registered twice", name));
+}
+
+Counter& ProbeRegistry::counter(const std::string& name) {
+  claim(name);
+  Counter& c = counter_store_.emplace_back();
+  counters_.emplace(name, &c);
+  return c;
+}
+
+Gauge& ProbeRegistry::gauge(const std::string& name) {
+  claim(name);
+  Gauge& g = gauge_store_.emplace_back();
+  gauges_.emplace(name, &g);
+  return g;
+}
+
+std::vector<ProbeRegistry::NamedCounter> ProbeRegistry::counters() const {
+  std::vector<NamedCounter> out;
+  out.reserve(counters_.size());
+  for (const auto& [name, c] : counters_) out.push_back({name, c->value});
+  return out;
+}
+
+std::vector<std::pair<std::string, const Gauge*>> ProbeRegistry::gauges_matching(
+    const std::vector<std::string>& patterns) const {
+  std::vector<std::pair<std::string, const Gauge*>> out;
+  for (const auto& [name, g] : gauges_) {
+    for (const auto& p : patterns) {
+      if (glob_match(p, name)) {
+        out.emplace_back(name, g);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+GaugeSampler::GaugeSampler(Simulation& sim, const std::vector<std::string>& patterns, Time interval)
+    : sim_(sim), interval_(interval), handler_(sim.bind<&GaugeSampler::tick>(*this)) {
+  for (auto& [name, g] : sim.probes().gauges_matching(patterns)) {
+    names_.push_back(name);
+    gauges_.push_back(g);
+  }
+  values_.resize(gauges_.size());
+  if (!gauges_.empty() && interval_ > Time::zero())
+    sim_.schedule_at(sim_.now(), handler_, 0, /*priority=*/0);
+}
+
+void GaugeSampler::tick(std::uint64_t) {
+  times_.push_back(sim_.now());
+  for (std::size_t i = 0; i < gauges_.size(); ++i) values_[i].push_back(gauges_[i]->value);
+  if (sim_.pending_events() > 0) sim_.schedule_in(interval_, handler_, 0, /*priority=*/0);
+}
+
+}  // namespace fabricsim

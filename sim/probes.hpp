@@ -1,0 +1,82 @@
+#pragma once
+// Typed probes. Models register named counters and gauges at build time and update them on
+// the hot path with a plain add or store; they never print or decide what is kept. The
+// scenario decides what is recorded: every counter ends up in results.json, and gauges whose
+// names match the scenario's `record.timeseries` patterns are sampled periodically by a
+// GaugeSampler into a time series (CSV).
+//
+// Names are dot-separated paths ("switch0.port3.queue_bytes"); they are unique per registry.
+// References returned by counter()/gauge() stay valid for the registry's lifetime.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/units.hpp"
+
+namespace fabricsim {
+
+class Simulation;
+
+struct Counter {
+  std::uint64_t value = 0;
+  void add(std::uint64_t n = 1) { value += n; }
+};
+
+struct Gauge {
+  double value = 0;
+  void set(double v) { value = v; }
+};
+
+// Glob match with '*' (any run of characters) and '?' (one character).
+bool glob_match(std::string_view pattern, std::string_view name);
+
+class ProbeRegistry {
+ public:
+  Counter& counter(const std::string& name);
+  Gauge& gauge(const std::string& name);
+
+  struct NamedCounter {
+    std::string_view name;
+    std::uint64_t value;
+  };
+  // Counters in name order (deterministic output).
+  std::vector<NamedCounter> counters() const;
+  // Gauge names matching any pattern, in name order, with their gauges.
+  std::vector<std::pair<std::string, const Gauge*>> gauges_matching(
+      const std::vector<std::string>& patterns) const;
+
+ private:
+  void claim(const std::string& name);
+  std::deque<Counter> counter_store_;
+  std::deque<Gauge> gauge_store_;
+  std::map<std::string, Counter*, std::less<>> counters_;
+  std::map<std::string, Gauge*, std::less<>> gauges_;
+};
+
+// Samples the selected gauges every `interval` while the simulation has other pending events
+// (so sampling alone never keeps a finished simulation running). Values are recorded as they
+// are at the sampling instant, before events of that instant with later priority run.
+class GaugeSampler {
+ public:
+  GaugeSampler(Simulation& sim, const std::vector<std::string>& patterns, Time interval);
+  const std::vector<std::string>& names() const { return names_; }
+  const std::vector<Time>& times() const { return times_; }
+  // values()[i] is the series of names()[i], aligned with times().
+  const std::vector<std::vector<double>>& values() const { return values_; }
+
+ private:
+  void tick(std::uint64_t);
+  Simulation& sim_;
+  Time interval_;
+  std::uint32_t handler_;
+  std::vector<std::string> names_;
+  std::vector<const Gauge*> gauges_;
+  std::vector<Time> times_;
+  std::vector<std::vector<double>> values_;
+};
+
+}  // namespace fabricsim

@@ -1,0 +1,71 @@
+#include "sim/simulation.hpp"
+
+#include <fmt/format.h>
+
+namespace fabricsim {
+
+HandlerId Simulation::add_handler(void* self, HandlerFn fn) {
+  handlers_.push_back(Handler{fn, self});
+  return static_cast<HandlerId>(handlers_.size() - 1);
+}
+
+void Simulation::throw_past(Time t) const {
+  throw std::logic_error(fmt::format("event scheduled in the past: at {} while the time is {}",
+                                     to_string(t), to_string(now_)));
+}
+
+EventHandle Simulation::schedule_cancellable_at(Time t, HandlerId h, std::uint64_t payload,
+                                                Priority priority) {
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  slots_[slot].live = true;
+  push(t, h, payload, priority, slot);
+  return EventHandle{slot, slots_[slot].generation};
+}
+
+bool Simulation::cancel(EventHandle handle) {
+  if (!handle.valid() || handle.slot >= slots_.size()) return false;
+  Slot& s = slots_[handle.slot];
+  if (s.generation != handle.generation || !s.live) return false;
+  s.live = false;
+  return true;
+}
+
+StopReason Simulation::run_until(Time limit) {
+  stop_requested_ = false;
+  Event e;
+  std::uint64_t next_progress = events_processed_ + progress_every_;
+  while (queue_.pop_until(limit, e)) {
+    now_ = e.time;
+    if (e.slot != 0) {
+      // The slot is released when its event leaves the queue, so a handle can never refer
+      // to a reused slot: the generation moves on here.
+      Slot& s = slots_[e.slot];
+      const bool live = s.live;
+      s.live = false;
+      ++s.generation;
+      free_slots_.push_back(e.slot);
+      if (!live) continue;
+    }
+    ++events_processed_;
+    const Handler& h = handlers_[e.handler];
+    h.fn(h.self, e.payload);
+    if (events_processed_ >= next_progress) [[unlikely]] {
+      next_progress = events_processed_ + progress_every_;
+      if (progress_) progress_(now_);
+    }
+    if (stop_requested_) [[unlikely]]
+      return StopReason::kStopped;
+  }
+  if (queue_.empty()) return StopReason::kIdle;
+  now_ = std::max(now_, limit);
+  return StopReason::kTimeLimit;
+}
+
+}  // namespace fabricsim

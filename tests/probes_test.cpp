@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+
+#include "sim/simulation.hpp"
+
+using namespace fabricsim;
+using namespace fabricsim::literals;
+
+TEST(Probes, GlobPatternsSelectByName) {
+  EXPECT_TRUE(glob_match("switch0.port*.queue_bytes", "switch0.port12.queue_bytes"));
+  EXPECT_TRUE(glob_match("*", "anything"));
+  EXPECT_TRUE(glob_match("host?.nic.*", "host3.nic.tx_bytes"));
+  EXPECT_FALSE(glob_match("host?.nic.*", "host13.nic.tx_bytes"));
+  EXPECT_FALSE(glob_match("switch0.*.queue_bytes", "switch0.port1.tx_bytes"));
+  EXPECT_TRUE(glob_match("a*b*c", "aXbYbZc"));
+}
+
+TEST(Probes, ANameCanBeRegisteredOnlyOnce) {
+  ProbeRegistry r;
+  r.counter("x.count");
+  EXPECT_THROW(r.gauge("x.count"), std::logic_error);
+}
+
+TEST(Probes, CountersAreListedInNameOrder) {
+  ProbeRegistry r;
+  r.counter("b").add(2);
+  r.counter("a").add();
+  const auto all = r.counters();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].name, "a");
+  EXPECT_EQ(all[1].value, 2u);
+}
+
+TEST(Probes, SamplerRecordsSelectedGaugesOnlyWhileTheModelHasWork) {
+  Simulation sim;
+  Gauge& q = sim.probes().gauge("port.queue_bytes");
+  sim.probes().gauge("port.other");
+  struct Model {
+    Gauge& q;
+    void on(std::uint64_t v) { q.set(static_cast<double>(v)); }
+  } m{q};
+  const HandlerId h = sim.bind<&Model::on>(m);
+  sim.schedule_at(15_ns, h, 3);
+  sim.schedule_at(35_ns, h, 7);
+  GaugeSampler sampler(sim, {"*.queue_bytes"}, 10_ns);
+  sim.run();
+  ASSERT_EQ(sampler.names(), std::vector<std::string>{"port.queue_bytes"});
+  // Samples at 0, 10, 20, 30 ns while events are pending; the 40 ns sample runs after the last
+  // model event at 35 ns and is the last one, since nothing else is pending then.
+  const std::vector<Time> times{0_ns, 10_ns, 20_ns, 30_ns, 40_ns};
+  EXPECT_EQ(sampler.times(), times);
+  EXPECT_EQ(sampler.values()[0], (std::vector<double>{0, 0, 3, 3, 7}));
+}

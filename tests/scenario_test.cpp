@@ -1,0 +1,129 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "loader/scenario.hpp"
+
+using namespace fabricsim;
+using namespace fabricsim::literals;
+
+namespace {
+
+const std::string kData = std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/";
+
+std::vector<std::string> errors_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.messages();
+  }
+  return {};
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST(Scenario, DefaultScenarioLoadsWithItsValues) {
+  const Scenario s = load_scenario(std::string(FABRICSIM_SOURCE_DIR) + "/scenarios/default.toml");
+  EXPECT_EQ(s.name, "incast-8to1");
+  EXPECT_EQ(s.fabric.hosts, 9u);
+  EXPECT_EQ(s.fabric.link_rate, 100_Gbps);
+  EXPECT_EQ(s.fabric.port_buffer, 1_MiB);
+  EXPECT_EQ(s.traffic.message_size, 2_MiB);
+  EXPECT_EQ(s.simulation.sample_interval, 2_us);
+}
+
+TEST(Scenario, ExtendsMergesDeeplyWithTheChildWinning) {
+  const Scenario s = load_scenario(kData + "child.toml");
+  EXPECT_EQ(s.name, "child");
+  EXPECT_EQ(s.seed, 3u);                     // from base
+  EXPECT_EQ(s.fabric.hosts, 8u);             // child overrides
+  EXPECT_EQ(s.fabric.port_buffer, 256_KiB);  // base value in a table the child also writes
+  EXPECT_EQ(s.traffic.pattern, TrafficPattern::kPermutation);
+  EXPECT_EQ(s.traffic.messages_per_destination, 2u);
+}
+
+TEST(Scenario, SetOverridesAreCheckedLikeTheFile) {
+  const Scenario s = load_scenario(
+      kData + "child.toml",
+      {.overrides = {"fabric.link_rate=400Gbps", "seed=9", "traffic.pattern=\"all-to-all\""}});
+  EXPECT_EQ(s.fabric.link_rate, 400_Gbps);
+  EXPECT_EQ(s.seed, 9u);
+  EXPECT_EQ(s.traffic.pattern, TrafficPattern::kAllToAll);
+  EXPECT_EQ(
+      errors_of([] { load_scenario(kData + "child.toml", {.overrides = {"fabric.hosts=two"}}); }),
+      std::vector<std::string>{
+          "--set 'fabric.hosts=two': fabric.hosts: expected an integer, got a string \"two\""});
+  EXPECT_EQ(
+      errors_of([] { load_scenario(kData + "child.toml", {.overrides = {"fabric.hots=2"}}); }),
+      std::vector<std::string>{
+          "--set 'fabric.hots=2': unknown key 'fabric.hots'; did you mean 'hosts'?"});
+  EXPECT_EQ(errors_of([] { load_scenario(kData + "child.toml", {.overrides = {"seed"}}); }),
+            std::vector<std::string>{"--set 'seed': expected key=value, e.g. --set seed=7"});
+  EXPECT_EQ(errors_of([] { load_scenario(kData + "child.toml", {.overrides = {"seed.x=1"}}); }),
+            std::vector<std::string>{"--set 'seed.x=1': 'seed' is an integer 3, not a table"});
+}
+
+TEST(Scenario, EveryProblemInABrokenFileIsReportedWithItsPosition) {
+  const std::string f = kData + "broken.toml";
+  EXPECT_EQ(
+      errors_of([&] { load_scenario(f); }),
+      (std::vector<std::string>{
+          f + ":4:12: unknown key 'simulation.stop_tme'; did you mean 'stop_time'?",
+          f + ":7:9: fabric.hosts: must be between 2 and 1048576, got 0",
+          f + ":8:13: fabric.link_rate: expected a quoted value with its unit, e.g. \"100Gbps\", "
+              "got an integer 100",
+          f + ":9:15: fabric.port_buffer: expected a size such as \"64KiB\" (B, KB, MB, GB, TB, "
+              "KiB, MiB, GiB, TiB), got \"12 parsecs\": unknown unit \"parsecs\"",
+          f + ":10:7: fabric.mtu: must be greater than zero, got \"0B\"",
+          f + ":13:11: traffic.pattern: expected one of \"incast\", \"permutation\", "
+              "\"all-to-all\", got \"incats\"; did you mean \"incast\"?",
+          f + ":12:1: missing required key 'traffic.message_size' (written with its unit, e.g. "
+              "\"64KiB\")",
+      }));
+}
+
+TEST(Scenario, SyntaxErrorsNameTheLine) {
+  const std::string f = kData + "syntax.toml";
+  const auto errors = errors_of([&] { load_scenario(f); });
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rfind(f + ":2:", 0), 0u) << errors[0];
+  EXPECT_NE(errors[0].find("invalid TOML"), std::string::npos);
+}
+
+TEST(Scenario, MissingFilesAndExtendsCyclesAreErrors) {
+  EXPECT_EQ(errors_of([&] { load_scenario(kData + "nope.toml"); }),
+            std::vector<std::string>{
+                kData + "nope.toml: cannot read the scenario file (missing or unreadable)"});
+  const auto cycle = errors_of([&] { load_scenario(kData + "cycle_a.toml"); });
+  ASSERT_EQ(cycle.size(), 1u);
+  EXPECT_NE(cycle[0].find("'extends' makes a cycle: cycle_a.toml -> cycle_b.toml -> cycle_a.toml"),
+            std::string::npos)
+      << cycle[0];
+}
+
+TEST(Scenario, MissingRequiredKeysAreNamed) {
+  const auto errors = errors_of([] { load_scenario_text("[fabric]\nhosts = 2\n", "mem.toml"); });
+  EXPECT_EQ(errors, (std::vector<std::string>{
+                        "mem.toml:1:1: missing required key 'fabric.link_rate' (written with its "
+                        "unit, e.g. \"100Gbps\")",
+                        "mem.toml:1:1: missing required key 'fabric.port_buffer' (written with its "
+                        "unit, e.g. \"64KiB\")",
+                        "mem.toml: missing required key 'traffic.message_size' (written with its "
+                        "unit, e.g. \"64KiB\")",
+                    }));
+}
+
+TEST(Scenario, EveryKeyTheLoaderKnowsIsDocumented) {
+  const std::string doc = read(std::string(FABRICSIM_SOURCE_DIR) + "/docs/scenario.md");
+  const Scenario s = load_scenario(std::string(FABRICSIM_SOURCE_DIR) + "/scenarios/default.toml");
+  for (const auto& key : known_scenario_keys(s))
+    EXPECT_NE(doc.find("`" + key + "`"), std::string::npos) << key << " is not in docs/scenario.md";
+}
