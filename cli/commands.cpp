@@ -122,11 +122,10 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     RunResult result;
     try {
       std::optional<ProgressDisplay> progress;
-      std::uint64_t events = 0;
-      std::function<void(Time)> callback;
+      Simulation::ProgressFn callback;
       if (interactive && !quiet) {
         progress.emplace(err, s.simulation.stop_time);
-        callback = [&](Time now) { progress->update(now, events += 1 << 16); };
+        callback = [&](Time now, std::uint64_t events) { progress->update(now, events); };
       }
       result = run_scenario(s, callback);
       if (progress) progress->finish();

@@ -19,7 +19,7 @@ double percentile(const std::vector<double>& sorted, double p) {
 
 }  // namespace
 
-RunResult run_scenario(const Scenario& scenario, std::function<void(Time)> progress) {
+RunResult run_scenario(const Scenario& scenario, Simulation::ProgressFn progress) {
   Simulation sim(scenario.seed);
   StarFabric fabric(sim, scenario.fabric);
   fabric.messages() = generate_messages(scenario.traffic, scenario.fabric.hosts, sim.rng());

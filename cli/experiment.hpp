@@ -30,7 +30,7 @@ struct RunResult {
   std::vector<std::vector<double>> series_values;
 };
 
-// `progress` is called now and then with the simulated time (nullptr: no progress).
-RunResult run_scenario(const Scenario& scenario, std::function<void(Time)> progress = {});
+// `progress` is called now and then with the simulated time and event count (empty: never).
+RunResult run_scenario(const Scenario& scenario, Simulation::ProgressFn progress = {});
 
 }  // namespace fabricsim

@@ -86,8 +86,8 @@ ConfigError::ConfigError(std::vector<std::string> messages)
     : std::runtime_error(join(messages)), messages_(std::move(messages)) {}
 
 ConfigNode* ConfigNode::child(std::string_view key) {
-  for (auto& [k, v] : children)
-    if (k == key) return &v;
+  for (auto& c : children)
+    if (c.key == key) return &c.node;
   return nullptr;
 }
 
@@ -158,8 +158,8 @@ void ConfigDocument::merge_table(const toml::table& table, ConfigNode& into) {
     if (&into == &root_ && key.str() == "extends") continue;  // consumed by merge_file
     ConfigNode* existing = into.child(key.str());
     if (existing == nullptr) {
-      into.children.emplace_back(std::string(key.str()), ConfigNode{});
-      existing = &into.children.back().second;
+      into.children.push_back(ConfigChild{std::string(key.str()), {}});
+      existing = &into.children.back().node;
     }
     if (const auto* sub = value.as_table()) {
       if (!existing->is_table()) existing->children.clear();
@@ -204,8 +204,8 @@ void ConfigDocument::apply_override(std::string_view assignment) {
     walked += (walked.empty() ? "" : ".") + parts[i];
     ConfigNode* next = at->child(parts[i]);
     if (next == nullptr) {
-      at->children.emplace_back(parts[i], ConfigNode{});
-      next = &at->children.back().second;
+      at->children.push_back(ConfigChild{parts[i], {}});
+      next = &at->children.back().node;
     } else if (!next->is_table()) {
       throw ConfigError(
           {fmt::format("{}: '{}' is {}, not a table", label, walked, describe(*next->value))});
@@ -214,8 +214,8 @@ void ConfigDocument::apply_override(std::string_view assignment) {
   }
   ConfigNode* leaf = at->child(parts.back());
   if (leaf == nullptr) {
-    at->children.emplace_back(parts.back(), ConfigNode{});
-    leaf = &at->children.back().second;
+    at->children.push_back(ConfigChild{parts.back(), {}});
+    leaf = &at->children.back().node;
   }
   leaf->children.clear();
   if (const auto* t = node->as_table()) {

@@ -36,12 +36,19 @@ class ConfigError : public std::runtime_error {
   std::vector<std::string> messages_;
 };
 
+struct ConfigChild;
+
 struct ConfigNode {
   const toml::node* value = nullptr;  // the node as written (a table for tables)
-  std::vector<std::pair<std::string, ConfigNode>> children;  // tables only, in written order
+  std::vector<ConfigChild> children;  // tables only, in written order
   bool is_table() const { return value == nullptr || value->is_table(); }
   ConfigNode* child(std::string_view key);
   const ConfigNode* child(std::string_view key) const;
+};
+
+struct ConfigChild {
+  std::string key;
+  ConfigNode node;
 };
 
 // "file:line:column" of a node, or "--set 'k=v'" for a command-line override.

@@ -58,7 +58,7 @@ StopReason Simulation::run_until(Time limit) {
     h.fn(h.self, e.payload);
     if (events_processed_ >= next_progress) [[unlikely]] {
       next_progress = events_processed_ + progress_every_;
-      if (progress_) progress_(now_);
+      if (progress_) progress_(now_, events_processed_);
     }
     if (stop_requested_) [[unlikely]]
       return StopReason::kStopped;

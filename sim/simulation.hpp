@@ -92,9 +92,10 @@ class Simulation {
   // Ends the current run after the event being handled.
   void stop() { stop_requested_ = true; }
 
-  // Called every `every_events` events with the current time (CLI progress display). Not on
-  // the per-event path: one counter compare per event.
-  void set_progress_callback(std::function<void(Time)> fn, std::uint64_t every_events = 1 << 16) {
+  // Called every `every_events` events with the current time and the events processed so far
+  // (CLI progress display). Not on the per-event path: one counter compare per event.
+  using ProgressFn = std::function<void(Time now, std::uint64_t events)>;
+  void set_progress_callback(ProgressFn fn, std::uint64_t every_events = 1 << 16) {
     progress_ = std::move(fn);
     progress_every_ = every_events == 0 ? 1 : every_events;
   }
@@ -122,7 +123,7 @@ class Simulation {
   std::uint64_t next_sequence_ = 0;
   std::uint64_t events_processed_ = 0;
   bool stop_requested_ = false;
-  std::function<void(Time)> progress_;
+  ProgressFn progress_;
   std::uint64_t progress_every_ = 1 << 16;
   RngStreams rng_;
   ProbeRegistry probes_;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -126,4 +127,21 @@ TEST(Scenario, EveryKeyTheLoaderKnowsIsDocumented) {
   const Scenario s = load_scenario(std::string(FABRICSIM_SOURCE_DIR) + "/scenarios/default.toml");
   for (const auto& key : known_scenario_keys(s))
     EXPECT_NE(doc.find("`" + key + "`"), std::string::npos) << key << " is not in docs/scenario.md";
+}
+
+TEST(Scenario, RegressionInputsGiveCleanErrorsOrValidScenarios) {
+  // Inputs that once crashed or stressed the loader (fuzzer finds go here as files): each must
+  // load or fail with ConfigError, nothing else.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(FABRICSIM_SOURCE_DIR) +
+                                                           "/tests/regressions")) {
+    ++files;
+    try {
+      load_scenario(e.path());
+    } catch (const ConfigError& err) {
+      EXPECT_FALSE(err.messages().empty()) << e.path();
+      for (const auto& m : err.messages()) EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
+  EXPECT_GE(files, 3);
 }
