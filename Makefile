@@ -51,6 +51,7 @@ format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
 
 format-check:
+	@scripts/install-deps.sh clang-format
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run -Werror
 
 clean:
