@@ -17,8 +17,8 @@
 namespace fabricsim {
 
 struct SimulationSettings {
-  Time stop_time;                       // hard end of simulated time
-  Time sample_interval;                 // period of gauge sampling (0 = off)
+  Time stop_time{};                       // hard end of simulated time
+  Time sample_interval{};                 // period of gauge sampling (0 = off)
   std::vector<std::string> timeseries;  // glob patterns of gauges to record
 };
 
@@ -26,9 +26,9 @@ struct Scenario {
   std::string name;
   std::string description;
   std::uint64_t seed = 1;
-  SimulationSettings simulation;
-  StarSpec fabric;
-  TrafficSpec traffic;
+  SimulationSettings simulation{};
+  StarSpec fabric{};
+  TrafficSpec traffic{};
   toml::table resolved;  // the scenario as it runs: every key, defaults filled in
 };
 

@@ -52,7 +52,7 @@ class Host final : public PacketSink, public PacketSource {
   Pool<Packet>& pool_;
   std::vector<Message>& log_;
   std::uint32_t index_;
-  PacketFormat format_;
+  PacketFormat format_{};
   EgressPort nic_;
   HandlerId start_;
   std::deque<std::uint64_t> sending_;

@@ -53,7 +53,7 @@ class EgressPort {
   Packet* next_packet();
 
   struct InFlight {
-    Time arrival;
+    Time arrival{};
     Packet* packet;
   };
 

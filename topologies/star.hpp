@@ -35,7 +35,7 @@ class StarFabric {
   const Pool<Packet>& packet_pool() const { return pool_; }
 
  private:
-  StarSpec spec_;
+  StarSpec spec_{};
   Pool<Packet> pool_;
   std::vector<Message> messages_;
   Switch switch_;

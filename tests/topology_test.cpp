@@ -1,0 +1,196 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "topologies/analysis.hpp"
+
+using namespace fabricsim;
+using namespace fabricsim::literals;
+
+namespace {
+
+ClusterSpec hosts(int n, FabricSpec f) {
+  if (f.link_rate.bps() == 0) f.link_rate = 100_Gbps;
+  return ClusterSpec{.servers = 0, .hosts = n, .server = {}, .fabric = f};
+}
+
+std::string row(const TopoMatrix& m, int r) {
+  std::string out;
+  for (const auto& x : m.relation[r]) out += x + " ";
+  return out;
+}
+
+}  // namespace
+
+TEST(Fabric, AK8FatTreeHas128HostsAnd80Switches) {
+  // k = 8: k pods x (k/2 edge + k/2 aggregation) = 64, plus (k/2)^2 = 16 core: 80 switches;
+  // k^3/4 = 128 hosts; cables: 128 host + 8 pods x 16 edge-agg + 8 pods x 16 agg-core = 384.
+  const Topology t = build_cluster(hosts(128, {.kind = FabricKind::kFatTree, .k = 8}));
+  const Routing r = Routing::compute(t);
+  const TopologySummary s = analyse(t, r, {});
+  EXPECT_EQ(s.nics, 128);
+  EXPECT_EQ(s.switches, 80);
+  EXPECT_EQ(s.host_cables, 128);
+  EXPECT_EQ(s.fabric_cables, 256);
+  ASSERT_EQ(s.tiers.size(), 3u);
+  EXPECT_EQ(s.tiers[0].switches, 32);
+  EXPECT_EQ(s.tiers[2].switches, 16);
+  EXPECT_EQ(s.diameter_links, 6);  // host-edge-agg-core-agg-edge-host
+  // Full bisection: 64 hosts x 100 Gb/s.
+  EXPECT_DOUBLE_EQ(s.bisection_gbps, 6400);
+  EXPECT_DOUBLE_EQ(s.bisection_gbps, s.full_bisection_gbps);
+}
+
+TEST(Fabric, LeafSpineOf32DgxH100Has256GpusAndTheExpectedSwitches) {
+  // 32 servers x 8 NICs = 256 endpoints; 64-port switches with 32 hosts and 32 uplinks per leaf:
+  // 8 leaves; 32 spines with one cable from each leaf (8 ports used per spine).
+  ClusterSpec c{.servers = 32,
+                .hosts = 0,
+                .server = server_preset("dgx-h100"),
+                .fabric = {.kind = FabricKind::kLeafSpine,
+                           .technology = "infiniband",
+                           .switch_ports = 64,
+                           .link_rate = 400_Gbps,
+                           .hosts_per_leaf = 32}};
+  const Topology t = build_cluster(c);
+  const TopologySummary s = analyse(t, Routing::compute(t), {.nic_rate = 400_Gbps});
+  EXPECT_EQ(s.gpus, 256);
+  EXPECT_EQ(s.nics, 256);
+  EXPECT_EQ(s.nvswitches, 32 * 4);
+  EXPECT_EQ(s.switches, 8 + 32);
+  EXPECT_EQ(s.fabric_cables, 8 * 32);
+  EXPECT_DOUBLE_EQ(s.bisection_gbps, 128 * 400.0);
+  EXPECT_TRUE(s.warnings.empty());
+}
+
+TEST(Fabric, BisectionMatchesHandComputation) {
+  // Star, 8 hosts at 100 Gb/s: any half sends 4 x 100 = 400 Gb/s across.
+  {
+    const Topology t = build_cluster(hosts(8, {.kind = FabricKind::kStar}));
+    EXPECT_DOUBLE_EQ(analyse(t, Routing::compute(t), {}).bisection_gbps, 400);
+  }
+  // Ring of 4 switches, 2 hosts each, 100 Gb/s ring links: cutting the ring in two arcs cuts 2
+  // links, 200 Gb/s one way (the hosts could send 400).
+  {
+    const Topology t = build_cluster(hosts(8, {.kind = FabricKind::kRing, .ring_switches = 4}));
+    EXPECT_DOUBLE_EQ(analyse(t, Routing::compute(t), {}).bisection_gbps, 200);
+  }
+  // Leaf-spine, 4 leaves x 8 hosts. Full (8 uplinks per leaf): 16 hosts x 100 = 1600 Gb/s.
+  // 2:1 (4 uplinks per leaf): the two leaves of one half have 8 uplinks, 800 Gb/s.
+  {
+    const Topology full =
+        build_cluster(hosts(32, {.kind = FabricKind::kLeafSpine, .hosts_per_leaf = 8}));
+    EXPECT_DOUBLE_EQ(analyse(full, Routing::compute(full), {}).bisection_gbps, 1600);
+    const Topology half = build_cluster(
+        hosts(32, {.kind = FabricKind::kLeafSpine, .hosts_per_leaf = 8, .oversubscription = 2}));
+    const TopologySummary s = analyse(half, Routing::compute(half), {});
+    EXPECT_DOUBLE_EQ(s.bisection_gbps, 800);
+    EXPECT_DOUBLE_EQ(s.tiers[0].oversubscription(), 2.0);
+    ASSERT_EQ(s.warnings.size(), 1u);
+    EXPECT_EQ(s.warnings[0], "leaf tier is oversubscribed 2:1 (3200 Gb/s down, 1600 Gb/s up)");
+  }
+}
+
+TEST(Fabric, ImpossibleFabricsSayWhichNumberToChange) {
+  const auto message = [](ClusterSpec c) {
+    try {
+      build_cluster(c);
+    } catch (const FabricError& e) {
+      return std::string(e.what());
+    }
+    return std::string("built");
+  };
+  EXPECT_EQ(message(hosts(200, {.kind = FabricKind::kFatTree, .k = 8})),
+            "a fat-tree with k = 8 holds 128 hosts but the cluster has 200 endpoints: use fabric.k "
+            ">= 10");
+  EXPECT_EQ(
+      message(hosts(70, {.kind = FabricKind::kStar, .switch_ports = 64})),
+      "the star switch needs 70 ports but fabric.switch_ports = 64: raise switch_ports or use "
+      "kind = \"leaf-spine\"");
+  EXPECT_EQ(message(hosts(
+                64, {.kind = FabricKind::kLeafSpine, .switch_ports = 32, .hosts_per_leaf = 20})),
+            "each leaf (20 hosts + 20 uplinks) needs 40 ports but fabric.switch_ports = 32: raise "
+            "switch_ports, lower hosts_per_leaf or raise oversubscription");
+  EXPECT_EQ(
+      message(hosts(64, {.kind = FabricKind::kLeafSpine, .hosts_per_leaf = 8, .spines = 3})),
+      "fabric.uplinks_per_leaf (8) must be a multiple of fabric.spines (3) so each leaf reaches "
+      "every spine equally");
+  EXPECT_EQ(
+      message(
+          hosts(64, {.kind = FabricKind::kLeafSpine, .hosts_per_leaf = 12, .oversubscription = 5})),
+      "hosts_per_leaf 12 / oversubscription 5 = 2.4 uplinks per leaf, not a whole number: set "
+      "fabric.uplinks_per_leaf or pick values that divide");
+  EXPECT_EQ(message(hosts(64, {.kind = FabricKind::kFatTree, .k = 7})),
+            "fat-tree fabric.k must be even and >= 2, got 7");
+}
+
+TEST(Routing, FatTreePathsAreShortestUpDownAndSpreadOverAllCores) {
+  const Topology t = build_cluster(hosts(128, {.kind = FabricKind::kFatTree, .k = 8}));
+  const Routing r = Routing::compute(t, 42);
+  const auto& g = t.graph();
+  std::set<Vertex> cores_used;
+  for (std::size_t flow = 0; flow < 512; ++flow) {
+    const auto p = r.path(0, 127, flow, PathSelection::kHash);  // different pods
+    ASSERT_EQ(p.size(), 6u);
+    // Tiers along the path go up then down, never up again (no valley).
+    int prev_tier = 0;
+    bool going_down = false;
+    Vertex at = t.endpoints()[0];
+    for (const Edge e : p) {
+      at = boost::source(e, g) == at ? boost::target(e, g) : boost::source(e, g);
+      const int tier = g[at].kind == NodeKind::kSwitch ? g[at].tier : 0;
+      if (tier < prev_tier) going_down = true;
+      if (going_down) {
+        EXPECT_LE(tier, prev_tier);
+      }
+      if (tier == 3) cores_used.insert(at);
+      prev_tier = tier;
+    }
+    EXPECT_EQ(at, t.endpoints()[127]);
+  }
+  EXPECT_EQ(cores_used.size(), 16u);  // ECMP hashing reaches every core
+  // Destination-mod-k is deterministic per destination, independent of the flow.
+  EXPECT_EQ(r.path(0, 127, 1, PathSelection::kDestModK),
+            r.path(0, 127, 2, PathSelection::kDestModK));
+  EXPECT_EQ(r.next_hops(r.endpoint_switch(0), 127).size(), 4u);  // k/2 uplinks at the edge
+}
+
+TEST(Routing, RingOrderCrossesEachServerBoundaryOnce) {
+  ClusterSpec c{
+      .servers = 4,
+      .hosts = 0,
+      .server = server_preset("dgx-a100"),
+      .fabric = {.kind = FabricKind::kLeafSpine, .link_rate = 200_Gbps, .hosts_per_leaf = 16}};
+  c.fabric.rail_optimized = false;
+  const Topology t = build_cluster(c);
+  const Routing r = Routing::compute(t);
+  const auto ring = ring_order(t, r);
+  ASSERT_EQ(ring.size(), 32u);
+  int crossings = 0;
+  for (std::size_t i = 0; i < ring.size(); ++i)
+    crossings += t.node(ring[i]).server != t.node(ring[(i + 1) % ring.size()]).server;
+  EXPECT_EQ(crossings, 4);
+}
+
+TEST(Servers, DgxA100MatrixShowsNV12AndItsPcieLayout) {
+  const TopoMatrix m = topo_matrix(server_preset("dgx-a100"));
+  ASSERT_EQ(m.devices.size(), 16u);
+  // GPU0: NV12 to every GPU; PXB to NIC0/NIC1 on its PCIe switch; NODE to the other NICs of
+  // socket 0; SYS to those of socket 1.
+  EXPECT_EQ(row(m, 0), "X NV12 NV12 NV12 NV12 NV12 NV12 NV12 PXB PXB NODE NODE SYS SYS SYS SYS ");
+  EXPECT_EQ(row(m, 8), "PXB PXB NODE NODE SYS SYS SYS SYS X PXB NODE NODE SYS SYS SYS SYS ");
+  // DGX H100: NV18; GPU7 is PIX to the two NICs on its PCIe switch (NIC6, NIC7).
+  const TopoMatrix h = topo_matrix(server_preset("dgx-h100"));
+  EXPECT_EQ(row(h, 7), "NV18 NV18 NV18 NV18 NV18 NV18 NV18 X SYS SYS SYS SYS NODE NODE PIX PIX ");
+}
+
+TEST(Servers, MatrixRoundTripsThroughTextAndImport) {
+  for (const auto& preset : server_preset_names()) {
+    const ServerSpec s = server_preset(preset);
+    const std::string text = format_topo_matrix(topo_matrix(s));
+    const TopoMatrix parsed = parse_topo_matrix(text);
+    EXPECT_EQ(parsed.relation, topo_matrix(s).relation) << preset;
+    const ServerSpec imported = server_from_matrix(parsed, s);
+    EXPECT_EQ(format_topo_matrix(topo_matrix(imported)), text) << preset;
+  }
+}

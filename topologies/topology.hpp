@@ -1,0 +1,74 @@
+#pragma once
+// The cluster as a graph: GPUs, NVSwitches, PCIe switches, CPU sockets and NICs inside servers,
+// and the network switches between them. Vertices and edges carry plain structs; Boost.Graph
+// holds them (undirected: every link is full duplex, its rate is per direction).
+//
+// Endpoints are the NICs (or plain hosts when no server model is given): the network's
+// sources and destinations. Network switches carry a tier (1 = leaf/edge, 2 = spine/aggregation,
+// 3 = core) used for oversubscription and up/down checks.
+
+#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/units.hpp"
+
+namespace fabricsim {
+
+enum class NodeKind : std::uint8_t { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kSwitch };
+enum class LinkKind : std::uint8_t { kNvLink, kPcie, kInterSocket, kNetwork };
+
+std::string_view to_string(NodeKind k);
+std::string_view to_string(LinkKind k);
+
+struct NodeInfo {
+  NodeKind kind = NodeKind::kSwitch;
+  std::string name;
+  int server = -1;  // server index for in-server components, -1 for network switches
+  int index = 0;    // index within its kind and server (GPU 3, NIC 5), or among switches
+  int tier = 0;     // network switches: 1 leaf/edge, 2 spine/aggregation, 3 core
+  int ports = 0;    // network switches: port count (0 = unlimited)
+  int socket = 0;   // in-server components: CPU socket (NUMA node) they hang off
+};
+
+struct LinkInfo {
+  LinkKind kind = LinkKind::kNetwork;
+  Bandwidth rate{};     // per direction, all lanes together
+  Time latency{};       // propagation + fixed per-hop latency
+  int lanes = 1;        // NVLink links bonded in this edge; 1 otherwise
+  double length_m = 0;  // cable length (network links)
+};
+
+using TopologyGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, NodeInfo, LinkInfo>;
+using Vertex = TopologyGraph::vertex_descriptor;
+using Edge = TopologyGraph::edge_descriptor;
+
+class Topology {
+ public:
+  Vertex add_node(NodeInfo info);
+  Edge add_link(Vertex a, Vertex b, LinkInfo info);
+
+  const TopologyGraph& graph() const { return g_; }
+  TopologyGraph& graph() { return g_; }
+  const NodeInfo& node(Vertex v) const { return g_[v]; }
+  const LinkInfo& link(Edge e) const { return g_[e]; }
+  std::size_t node_count() const { return boost::num_vertices(g_); }
+  std::size_t link_count() const { return boost::num_edges(g_); }
+
+  // Network endpoints in build order (server-major: server 0's NICs, then server 1's, ...).
+  const std::vector<Vertex>& endpoints() const { return endpoints_; }
+  void add_endpoint(Vertex v) { endpoints_.push_back(v); }
+  const std::vector<Vertex>& switches() const { return switches_; }
+  std::size_t servers() const { return servers_; }
+  void set_servers(std::size_t n) { servers_ = n; }
+
+ private:
+  TopologyGraph g_;
+  std::vector<Vertex> endpoints_;
+  std::vector<Vertex> switches_;
+  std::size_t servers_ = 0;
+};
+
+}  // namespace fabricsim
