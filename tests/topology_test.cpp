@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "topologies/analysis.hpp"
+#include "topologies/nccl_xml.hpp"
 
 using namespace fabricsim;
 using namespace fabricsim::literals;
@@ -193,4 +196,108 @@ TEST(Servers, MatrixRoundTripsThroughTextAndImport) {
     const ServerSpec imported = server_from_matrix(parsed, s);
     EXPECT_EQ(format_topo_matrix(topo_matrix(imported)), text) << preset;
   }
+}
+
+namespace {
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/topo/" + name);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+std::string import_error(const std::string& name) {
+  try {
+    parse_topo_matrix(fixture(name));
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+}  // namespace
+
+TEST(Servers, ImportsARealDgxA100DumpWithStorageNicsInNps4) {
+  // mlx5_N column names, CPU/NUMA affinity columns, 10 NICs (8 compute + 2 storage), every
+  // PCIe switch its own NUMA node: relations are PXB inside a switch and SYS across.
+  const TopoMatrix m = parse_topo_matrix(fixture("dgx-a100-nps4.txt"));
+  ASSERT_EQ(m.devices.size(), 18u);
+  EXPECT_EQ(m.nic_names.front(), "mlx5_0");
+  EXPECT_EQ(m.numa_affinity[0], "3");
+  const ServerSpec s = server_from_matrix(m, server_preset("dgx-a100"));
+  EXPECT_EQ(s.gpus.size(), 8u);
+  EXPECT_EQ(s.nics.size(), 10u);
+  EXPECT_EQ(s.pcie_switches.size(), 5u);
+  EXPECT_EQ(s.sockets, 5);
+  EXPECT_EQ(s.nvlink_count(0, 5), 12);
+  EXPECT_EQ(s.gpus[0].pcie_switch, s.nics[1].pcie_switch);
+  EXPECT_EQ(topo_matrix(s).relation, m.relation);  // export gives the same matrix back
+}
+
+TEST(Servers, ImportsOldDriversAndNicLegends) {
+  const TopoMatrix old = parse_topo_matrix(fixture("old-driver-pcie.txt"));
+  EXPECT_EQ(old.relation[0][2], "SYS");  // SOC is the old name of SYS
+  const ServerSpec s = server_from_matrix(old, server_preset("pcie-8gpu"));
+  EXPECT_EQ(s.sockets, 2);
+  EXPECT_EQ(s.nics[0].pcie_switch, -1);  // PHB: on the root complex
+  EXPECT_EQ(s.nvlink_count(0, 1), 0);
+  EXPECT_EQ(topo_matrix(s).relation, old.relation);
+  const TopoMatrix h = parse_topo_matrix(fixture("hgx-h100-nic-legend.txt"));
+  EXPECT_EQ(h.nic_names[1], "mlx5_3");
+  EXPECT_EQ(h.nic_names[7], "mlx5_11");
+  EXPECT_EQ(topo_matrix(server_from_matrix(h, server_preset("dgx-h100"))).relation, h.relation);
+}
+
+TEST(Servers, RejectsTextThatIsNotATopologyMatrix) {
+  EXPECT_EQ(import_error("not-a-matrix.txt"),
+            "line 1: no header row starting with GPU0: not `nvidia-smi topo -m` output");
+  EXPECT_EQ(import_error("truncated.txt"), "line 3: GPU1 has 1 relations, expected 2");
+  std::string bad = fixture("old-driver-pcie.txt");
+  bad.replace(bad.find("PIX"), 3, "PCI");
+  try {
+    parse_topo_matrix(bad);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "line 2: unknown relation \"PCI\" between GPU0 and GPU1 (expected X, NV#, "
+                 "PIX, PXB, PHB, NODE, SYS or SOC)");
+  }
+}
+
+TEST(Servers, NcclXmlImportsARealH100DumpAndRoundTrips) {
+  const ServerSpec s =
+      import_nccl_xml(fixture("dgx-h100-nccl-topo.xml"), server_preset("dgx-a100"));
+  EXPECT_EQ(s.gpus.size(), 8u);
+  EXPECT_EQ(s.nics.size(), 8u);
+  EXPECT_EQ(s.gpu_sm, 90);
+  EXPECT_EQ(s.nvswitch_links, (std::vector<int>{5, 5, 4, 4}));
+  EXPECT_EQ(s.nic_rate, 400_Gbps);
+  EXPECT_EQ(s.gpu_pcie.generation, 5);
+  EXPECT_EQ(s.sockets, 2);
+  // Same relations as the DGX H100 preset: NV18 everywhere, GPU<->NIC on one switch PIX.
+  EXPECT_EQ(topo_matrix(s).relation, topo_matrix(server_preset("dgx-h100")).relation);
+  // Export -> import -> export is stable, for every preset too.
+  const std::string xml = export_nccl_xml(s);
+  EXPECT_EQ(export_nccl_xml(import_nccl_xml(xml, s)), xml);
+  for (const auto& preset : server_preset_names()) {
+    const ServerSpec p = server_preset(preset);
+    const ServerSpec back = import_nccl_xml(export_nccl_xml(p), p);
+    EXPECT_EQ(topo_matrix(back).relation, topo_matrix(p).relation) << preset;
+    EXPECT_EQ(export_nccl_xml(back), export_nccl_xml(p)) << preset;
+  }
+}
+
+TEST(Servers, NcclXmlRejectsGarbage) {
+  const auto error = [](std::string_view text) {
+    try {
+      import_nccl_xml(text, server_preset("dgx-a100"));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(error("<topology><gpu/></topology>"), "no <system> element: not an NCCL topology file");
+  EXPECT_EQ(error("<system version=\"1\"><cpu numaid=\"0\"></cpu></system>"),
+            "the topology has no GPU and no NIC");
+  EXPECT_NE(error("<system><cpu></system>").find("not valid XML"), std::string::npos);
+  EXPECT_EQ(error("<system><cpu><pci class=\"0x030200\"><gpu sm=\"80\"/></pci></cpu></system>"),
+            "a <gpu> element has no dev attribute");
 }

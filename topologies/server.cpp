@@ -185,7 +185,10 @@ std::string pcie_relation(const ServerSpec& s, const ServerDevice& a, const Serv
   if (a.pcie_switch >= 0 && a.pcie_switch == b.pcie_switch)
     return s.pcie_switches[a.pcie_switch].levels > 1 ? "PXB" : "PIX";
   if (s.socket_of(a) != s.socket_of(b)) return "SYS";
-  if (a.pcie_switch < 0 && b.pcie_switch < 0) return "PHB";
+  // One host bridge per socket: a device on the root complex reaches anything else of its
+  // socket through that bridge (PHB); two different PCIe switches hang off different host
+  // bridges of the socket (NODE), as in DGX systems.
+  if (a.pcie_switch < 0 || b.pcie_switch < 0) return "PHB";
   return "NODE";
 }
 

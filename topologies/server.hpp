@@ -6,7 +6,7 @@
 // PCIe relations follow nvidia-smi's legend: two devices under one PCIe switch are PIX (one
 // bridge) or PXB (a two-level switch, as in the DGX A100, where GPU and NIC sit on different
 // downstream switches under one upstream switch); under different switches of one socket NODE;
-// both on the root complex of one socket PHB; on different sockets SYS.
+// one of them on the root complex of their socket PHB; on different sockets SYS.
 
 #include <string>
 #include <string_view>
