@@ -123,5 +123,3 @@ BENCHMARK(BM_Hold_Multimap)
     ->Arg(100'000)
     ->Arg(1'000'000)
     ->Unit(benchmark::kMillisecond);
-
-BENCHMARK_MAIN();

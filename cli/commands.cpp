@@ -9,6 +9,7 @@
 #include "cli/output.hpp"
 #include "fabricsim/version.hpp"
 #include "loader/scenario.hpp"
+#include "topologies/nccl_xml.hpp"
 
 namespace fabricsim {
 namespace {
@@ -65,6 +66,45 @@ class ProgressDisplay {
   bool shown_ = false;
 };
 
+struct TopoArgs {
+  ScenarioArgs scenario;
+  bool matrix = false;
+  bool json = false;
+  std::string dot;
+  std::string nccl_xml_dir;
+};
+
+int run_topo(const TopoArgs& args, std::ostream& out, std::ostream& err) {
+  const Scenario s = args.scenario.load();
+  const BuiltCluster cluster(s);
+  const TopologySummary summary = analyse(cluster.topology, cluster.routing, s.analysis);
+  if (args.matrix) {
+    if (s.cluster.servers == 0) {
+      err << "fabricsim: error: --matrix needs a [server] in the scenario\n";
+      return kExitUsage;
+    }
+    out << format_topo_matrix(topo_matrix(s.cluster.server));
+  }
+  if (!args.dot.empty()) write_file_atomically(args.dot, topology_dot(cluster.topology));
+  if (!args.nccl_xml_dir.empty()) {
+    if (s.cluster.servers == 0) {
+      err << "fabricsim: error: --nccl-xml needs a [server] in the scenario\n";
+      return kExitUsage;
+    }
+    std::filesystem::create_directories(args.nccl_xml_dir);
+    const std::string xml = export_nccl_xml(s.cluster.server);
+    for (int i = 0; i < s.cluster.servers; ++i)
+      write_file_atomically(
+          std::filesystem::path(args.nccl_xml_dir) / fmt::format("server{}.xml", i), xml);
+  }
+  if (args.json) {
+    out << topology_json(s, summary);
+  } else if (!args.matrix) {
+    out << topology_report(s, summary);
+  }
+  return kExitOk;
+}
+
 int report_config_error(const ConfigError& e, std::ostream& err) {
   for (const auto& m : e.messages()) err << "fabricsim: error: " << m << '\n';
   return kExitUsage;
@@ -95,6 +135,16 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   check_args.add_to(*check);
   check->add_flag("--resolved", resolved, "Print the scenario as it would run, defaults included");
 
+  TopoArgs topo_args;
+  CLI::App* topo =
+      app.add_subcommand("topo", "Build a scenario's cluster and summarise its topology");
+  topo_args.scenario.add_to(*topo);
+  topo->add_flag("--matrix", topo_args.matrix, "Print the nvidia-smi topo -m matrix of a server");
+  topo->add_option("--dot", topo_args.dot, "Write the graph in Graphviz format to FILE");
+  topo->add_option("--nccl-xml", topo_args.nccl_xml_dir,
+                   "Write one NCCL topology XML per server into DIR");
+  topo->add_flag("--json", topo_args.json, "Print the summary as JSON");
+
   std::vector<std::string> argv_storage{"fabricsim"};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -109,6 +159,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   try {
     if (*check) {
       const Scenario s = check_args.load();
+      const BuiltCluster cluster(s);  // the fabric must be buildable too
       if (resolved) {
         out << toml::toml_formatter(s.resolved) << '\n';
       } else {
@@ -116,7 +167,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       }
       return kExitOk;
     }
+    if (*topo) return run_topo(topo_args, out, err);
     const Scenario s = run_args.load();
+    const BuiltCluster cluster(s);
     const std::filesystem::path dir = out_dir.empty() ? std::filesystem::path("results") / s.name
                                                       : std::filesystem::path(out_dir);
     RunResult result;
@@ -127,7 +180,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
         progress.emplace(err, s.simulation.stop_time);
         callback = [&](Time now, std::uint64_t events) { progress->update(now, events); };
       }
-      result = run_scenario(s, callback);
+      result = run_scenario(s, cluster, callback);
       if (progress) progress->finish();
     } catch (const std::exception& e) {
       err << "fabricsim: simulation failed: " << e.what() << '\n';
@@ -145,6 +198,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return kExitOk;
   } catch (const ConfigError& e) {
     return report_config_error(e, err);
+  } catch (const FabricError& e) {
+    err << "fabricsim: error: fabric: " << e.what() << '\n';
+    return kExitUsage;
   } catch (const std::exception& e) {
     err << "fabricsim: error: " << e.what() << '\n';
     return kExitFailure;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "topologies/star.hpp"
+#include "topologies/network.hpp"
 
 namespace fabricsim {
 
@@ -19,10 +19,16 @@ double percentile(const std::vector<double>& sorted, double p) {
 
 }  // namespace
 
-RunResult run_scenario(const Scenario& scenario, Simulation::ProgressFn progress) {
+BuiltCluster::BuiltCluster(const Scenario& scenario)
+    : topology(build_cluster(scenario.cluster)),
+      routing(Routing::compute(topology, scenario.seed)) {}
+
+RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
+                       Simulation::ProgressFn progress) {
   Simulation sim(scenario.seed);
-  StarFabric fabric(sim, scenario.fabric);
-  fabric.messages() = generate_messages(scenario.traffic, scenario.fabric.hosts, sim.rng());
+  PacketNetwork fabric(sim, cluster.topology, cluster.routing, scenario.network);
+  fabric.messages() = generate_messages(scenario.traffic,
+                                        static_cast<std::uint32_t>(fabric.host_count()), sim.rng());
   fabric.start_messages();
   GaugeSampler sampler(sim, scenario.simulation.timeseries, scenario.simulation.sample_interval);
   if (progress) sim.set_progress_callback(std::move(progress));
@@ -55,14 +61,16 @@ RunResult run_scenario(const Scenario& scenario, Simulation::ProgressFn progress
   Bytes peak_queue{0};
   double peak_util = 0;
   std::uint64_t drops = 0;
-  Switch& sw = fabric.core();
-  for (std::size_t i = 0; i < sw.port_count(); ++i) {
-    EgressPort& port = sw.port(i);
-    peak_queue = std::max(peak_queue, port.peak_queued());
-    if (span > Time::zero())
-      peak_util =
-          std::max(peak_util, rate_gbps(Bytes(static_cast<Bytes::rep>(port.tx_bytes())), span) /
-                                  port.config().rate.gbps());
+  for (std::size_t s = 0; s < fabric.switch_count(); ++s) {
+    Switch& sw = fabric.network_switch(s);
+    for (std::size_t i = 0; i < sw.port_count(); ++i) {
+      EgressPort& port = sw.port(i);
+      peak_queue = std::max(peak_queue, port.peak_queued());
+      if (span > Time::zero())
+        peak_util =
+            std::max(peak_util, rate_gbps(Bytes(static_cast<Bytes::rep>(port.tx_bytes())), span) /
+                                    port.config().rate.gbps());
+    }
   }
   for (const auto& c : sim.probes().counters()) {
     r.counters.emplace_back(std::string(c.name), c.value);

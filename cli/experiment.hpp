@@ -30,7 +30,19 @@ struct RunResult {
   std::vector<std::vector<double>> series_values;
 };
 
+// The scenario's cluster as a graph with its routing tables. Throws FabricError when the
+// fabric cannot be built as asked.
+// Built in place (routing keeps edge descriptors into the topology), never copied or moved.
+struct BuiltCluster {
+  explicit BuiltCluster(const Scenario& scenario);
+  BuiltCluster(const BuiltCluster&) = delete;
+  BuiltCluster& operator=(const BuiltCluster&) = delete;
+  Topology topology;
+  Routing routing;
+};
+
 // `progress` is called now and then with the simulated time and event count (empty: never).
-RunResult run_scenario(const Scenario& scenario, Simulation::ProgressFn progress = {});
+RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
+                       Simulation::ProgressFn progress = {});
 
 }  // namespace fabricsim

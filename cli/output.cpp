@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <unistd.h>
+#include <boost/graph/graphviz.hpp>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -54,10 +55,15 @@ std::string text_report(const Scenario& scenario, const RunResult& result) {
   std::string out = fmt::format("fabricsim {} - scenario '{}' (seed {})\n", kVersion, scenario.name,
                                 scenario.seed);
   if (!scenario.description.empty()) out += fmt::format("  {}\n", scenario.description);
-  out += fmt::format("  fabric: star, {} hosts at {}, port buffer {}, MTU {} + {} overhead\n",
-                     scenario.fabric.hosts, to_string(scenario.fabric.link_rate),
-                     to_string(scenario.fabric.port_buffer), to_string(scenario.fabric.format.mtu),
-                     to_string(scenario.fabric.format.header));
+  const auto& c = scenario.cluster;
+  const std::string endpoints = c.servers > 0 ? fmt::format("{} x {} ({} NICs each)", c.servers,
+                                                            c.server.model, c.server.nics.size())
+                                              : fmt::format("{} hosts", c.hosts);
+  out += fmt::format(
+      "  fabric: {} {}, {} at {}, port buffer {}, MTU {} + {} overhead\n",
+      scenario.resolved["fabric"]["kind"].value_or(std::string("star")), c.fabric.technology,
+      endpoints, to_string(c.fabric.link_rate), to_string(scenario.network.port_buffer),
+      to_string(scenario.network.format.mtu), to_string(scenario.network.format.header));
   out += fmt::format("  status: {} at simulated time {} after {} events\n\n", result.status,
                      to_string(result.sim_time), result.events);
   std::size_t width = 0;
@@ -90,6 +96,107 @@ void write_results(const fs::path& dir, const Scenario& scenario, const RunResul
   write_file_atomically(dir / "results.json", results_json(scenario, result));
   if (!result.series_names.empty())
     write_file_atomically(dir / "timeseries.csv", timeseries_csv(result));
+}
+
+}  // namespace fabricsim
+
+namespace fabricsim {
+
+std::string topology_report(const Scenario& scenario, const TopologySummary& t) {
+  std::string out = fmt::format("fabricsim {} - topology of '{}'\n", kVersion, scenario.name);
+  const auto& c = scenario.cluster;
+  if (c.servers > 0)
+    out +=
+        fmt::format("  servers: {} x {} ({} GPUs, {} NICs of {} each)\n", c.servers, c.server.model,
+                    c.server.gpus.size(), c.server.nics.size(), to_string(c.server.nic_rate));
+  out += fmt::format("  GPUs {}, NICs {}, NVSwitches {}, PCIe switches {}, CPU sockets {}\n",
+                     t.gpus, t.nics, t.nvswitches, t.pcie_switches, t.cpus);
+  const int ports = c.fabric.switch_ports > 0 ? c.fabric.switch_ports : c.fabric.k;
+  out += fmt::format("  network switches: {} ({}, {} ports, {})\n", t.switches, c.fabric.technology,
+                     ports > 0 ? fmt::format("{}", ports) : "unlimited",
+                     to_string(c.fabric.link_rate));
+  for (const auto& tier : t.tiers)
+    out += fmt::format(
+        "    tier {} {:<8} {:>6} switches  down {:>9.0f} Gb/s  up {:>9.0f} Gb/s  {}\n", tier.tier,
+        tier.name, tier.switches, tier.down_gbps, tier.up_gbps,
+        tier.up_gbps > 0 ? fmt::format("oversubscription {:.3g}:1", tier.oversubscription())
+                         : std::string());
+  out += fmt::format(
+      "  links {} in all; cables: {} host, {} switch-to-switch ({} copper, {} optical, "
+      "{} transceivers)\n",
+      t.links, t.host_cables, t.fabric_cables, t.copper_cables, t.optical_cables, t.transceivers);
+  out += fmt::format(
+      "  bisection bandwidth {:.0f} Gb/s one way ({:.1f}% of the {:.0f} Gb/s full "
+      "bisection)\n",
+      t.bisection_gbps,
+      t.full_bisection_gbps > 0 ? 100 * t.bisection_gbps / t.full_bisection_gbps : 0,
+      t.full_bisection_gbps);
+  out += fmt::format("  endpoint-to-endpoint path: diameter {} links, mean {:.2f} links\n",
+                     t.diameter_links, t.mean_links);
+  for (const auto& w : t.warnings) out += fmt::format("  warning: {}\n", w);
+  if (!t.cost.empty()) {
+    out += "  cost:\n";
+    for (const auto& [item, value] : t.cost)
+      if (item != "total") out += fmt::format("    {:<16} {:>16.2f}\n", item, value);
+    out += fmt::format("    {:<16} {:>16.2f}\n", "total", t.cost.at("total"));
+  }
+  return out;
+}
+
+std::string topology_json(const Scenario& scenario, const TopologySummary& t) {
+  toml::array tiers;
+  for (const auto& tier : t.tiers)
+    tiers.push_back(toml::table{{"tier", tier.tier},
+                                {"name", tier.name},
+                                {"switches", tier.switches},
+                                {"down_gbps", tier.down_gbps},
+                                {"up_gbps", tier.up_gbps},
+                                {"oversubscription", tier.oversubscription()}});
+  toml::array warnings;
+  for (const auto& w : t.warnings) warnings.push_back(w);
+  toml::table cost;
+  for (const auto& [item, value] : t.cost) cost.insert_or_assign(item, value);
+  toml::table root{
+      {"fabricsim_version", kVersion},
+      {"scenario", scenario.name},
+      {"servers", t.servers},
+      {"gpus", t.gpus},
+      {"nics", t.nics},
+      {"nvswitches", t.nvswitches},
+      {"pcie_switches", t.pcie_switches},
+      {"cpus", t.cpus},
+      {"switches", t.switches},
+      {"tiers", std::move(tiers)},
+      {"links", t.links},
+      {"host_cables", t.host_cables},
+      {"fabric_cables", t.fabric_cables},
+      {"copper_cables", t.copper_cables},
+      {"optical_cables", t.optical_cables},
+      {"transceivers", t.transceivers},
+      {"bisection_gbps", t.bisection_gbps},
+      {"full_bisection_gbps", t.full_bisection_gbps},
+      {"diameter_links", t.diameter_links},
+      {"mean_links", t.mean_links},
+      {"warnings", std::move(warnings)},
+      {"cost", std::move(cost)},
+  };
+  std::ostringstream out;
+  out << toml::json_formatter(root) << '\n';
+  return out.str();
+}
+
+std::string topology_dot(const Topology& topology) {
+  const auto& g = topology.graph();
+  std::ostringstream out;
+  boost::write_graphviz(
+      out, g,
+      [&](std::ostream& o, Vertex v) {
+        o << fmt::format("[label=\"{}\",kind=\"{}\"]", g[v].name, to_string(g[v].kind));
+      },
+      [&](std::ostream& o, Edge e) {
+        o << fmt::format("[label=\"{}\",kind=\"{}\"]", to_string(g[e].rate), to_string(g[e].kind));
+      });
+  return out.str();
 }
 
 }  // namespace fabricsim

@@ -15,6 +15,11 @@ std::string results_json(const Scenario& scenario, const RunResult& result);
 std::string timeseries_csv(const RunResult& result);
 std::string text_report(const Scenario& scenario, const RunResult& result);
 
+// `fabricsim topo`: the summary as text and JSON, and the graph for Graphviz.
+std::string topology_report(const Scenario& scenario, const TopologySummary& summary);
+std::string topology_json(const Scenario& scenario, const TopologySummary& summary);
+std::string topology_dot(const Topology& topology);
+
 // Writes results.json (and timeseries.csv when gauges were recorded) into `dir`.
 void write_results(const std::filesystem::path& dir, const Scenario& scenario,
                    const RunResult& result);

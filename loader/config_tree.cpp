@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -358,6 +359,86 @@ bool ConfigReader::boolean(std::string_view key, std::optional<bool> fallback) {
   return out;
 }
 
+double ConfigReader::real(std::string_view key, std::optional<double> fallback, double min,
+                          double max) {
+  const ConfigNode* c = find(key);
+  double out = 0;
+  if (c == nullptr) {
+    if (!fallback) {
+      errors_.push_back(
+          fmt::format("{}: missing required key '{}' (a number)", position(key), key_path(key)));
+      return min;
+    }
+    out = *fallback;
+  } else if (const auto* f = c->value != nullptr ? c->value->as_floating_point() : nullptr) {
+    out = f->get();
+  } else if (const auto* i = c->value != nullptr ? c->value->as_integer() : nullptr) {
+    out = static_cast<double>(i->get());
+  } else {
+    error(key, fmt::format("expected a number, got {}",
+                           c->value ? describe(*c->value) : std::string("a table")));
+    return min;
+  }
+  if (!(out >= min && out <= max)) {
+    error(key, fmt::format("must be between {} and {}, got {}", min, max, out));
+    return min;
+  }
+  resolved_.insert_or_assign(key, out);
+  return out;
+}
+
+std::optional<double> ConfigReader::optional_real(std::string_view key, double min, double max) {
+  if (find(key) == nullptr) return std::nullopt;
+  return real(key, std::nullopt, min, max);
+}
+
+double ConfigReader::length_m(std::string_view key, std::optional<double> fallback) {
+  const ConfigNode* c = find(key);
+  double out = fallback.value_or(0);
+  if (c == nullptr) {
+    if (!fallback) {
+      errors_.push_back(fmt::format("{}: missing required key '{}' (a length such as \"3m\")",
+                                    position(key), key_path(key)));
+      return 0;
+    }
+  } else {
+    const auto* s = c->value != nullptr ? c->value->as_string() : nullptr;
+    std::string text = s != nullptr ? s->get() : std::string();
+    char* end = nullptr;
+    out = s != nullptr ? std::strtod(text.c_str(), &end) : 0;
+    const bool ok =
+        s != nullptr && end != text.c_str() && std::string_view(end) == "m" && out > 0 && out < 1e6;
+    if (!ok) {
+      error(key, fmt::format("expected a cable length in metres such as \"3m\", got {}",
+                             c->value ? describe(*c->value) : std::string("a table")));
+      return fallback.value_or(1);
+    }
+  }
+  resolved_.insert_or_assign(key, fmt::format("{}m", out));
+  return out;
+}
+
+std::optional<std::filesystem::path> ConfigReader::file(std::string_view key) {
+  const ConfigNode* c = find(key);
+  if (c == nullptr) return std::nullopt;
+  const auto* s = c->value != nullptr ? c->value->as_string() : nullptr;
+  if (s == nullptr) {
+    error(key, fmt::format("expected a file name, got {}",
+                           c->value ? describe(*c->value) : std::string("a table")));
+    return std::nullopt;
+  }
+  std::filesystem::path p = s->get();
+  const auto& src = c->value->source();
+  if (p.is_relative() && src.path && !src.path->starts_with(kOverridePrefix))
+    p = std::filesystem::path(*src.path).parent_path() / p;
+  if (!std::filesystem::is_regular_file(p)) {
+    error(key, fmt::format("cannot read file \"{}\"", p.string()));
+    return std::nullopt;
+  }
+  resolved_.insert_or_assign(key, s->get());
+  return p;
+}
+
 std::vector<std::string> ConfigReader::string_list(std::string_view key,
                                                    std::vector<std::string> fallback) {
   const ConfigNode* c = find(key);
@@ -449,6 +530,11 @@ ConfigReader ConfigReader::table(std::string_view key) {
   auto [it, inserted] = resolved_.insert_or_assign(key, toml::table{});
   (void)inserted;
   return ConfigReader(c, key_path(key), origin_, errors_, *it->second.as_table());
+}
+
+void ConfigReader::not_applicable(const std::vector<std::string_view>& keys, std::string_view why) {
+  for (const auto key : keys)
+    if (find(key) != nullptr) error(key, fmt::format("does not apply: {}", why));
 }
 
 void ConfigReader::finish() {

@@ -92,6 +92,14 @@ class ConfigReader {
   std::int64_t integer(std::string_view key, std::optional<std::int64_t> fallback, std::int64_t min,
                        std::int64_t max);
   bool boolean(std::string_view key, std::optional<bool> fallback);
+  // A number (integer or floating point) in [min, max].
+  double real(std::string_view key, std::optional<double> fallback, double min, double max);
+  // An optional number: absent stays absent (no default echoed).
+  std::optional<double> optional_real(std::string_view key, double min, double max);
+  // A cable length written with its unit, "3m" or "0.5m", in metres (> 0).
+  double length_m(std::string_view key, std::optional<double> fallback);
+  // A file name, resolved against the folder of the file the value was written in.
+  std::optional<std::filesystem::path> file(std::string_view key);
   std::vector<std::string> string_list(std::string_view key, std::vector<std::string> fallback);
   // Quantities with units written in the text. `allow_zero` false rejects 0.
   Time time(std::string_view key, std::optional<Time> fallback, bool allow_zero);
@@ -104,6 +112,8 @@ class ConfigReader {
   // Adds an error about `key` of this table (positioned at the key's value when present).
   void error(std::string_view key, std::string_view message);
   bool has(std::string_view key) const;
+  // Keys that exist in the schema but do not apply here: an error if written, naming why.
+  void not_applicable(const std::vector<std::string_view>& keys, std::string_view why);
 
  private:
   const ConfigNode* find(std::string_view key);

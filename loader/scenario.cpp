@@ -1,6 +1,10 @@
 #include "loader/scenario.hpp"
 
 #include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+#include "topologies/nccl_xml.hpp"
 
 namespace fabricsim {
 
@@ -15,6 +19,114 @@ TrafficPattern to_pattern(const std::string& s) {
   if (s == "permutation") return TrafficPattern::kPermutation;
   if (s == "all-to-all") return TrafficPattern::kAllToAll;
   return TrafficPattern::kIncast;
+}
+
+FabricKind to_kind(const std::string& s) {
+  if (s == "ring") return FabricKind::kRing;
+  if (s == "leaf-spine") return FabricKind::kLeafSpine;
+  if (s == "fat-tree") return FabricKind::kFatTree;
+  return FabricKind::kStar;
+}
+
+PathSelection to_selection(const std::string& s) {
+  if (s == "spray") return PathSelection::kSpray;
+  if (s == "dmodk") return PathSelection::kDestModK;
+  return PathSelection::kHash;
+}
+
+template <class T>
+T read_file_or_report(ConfigReader& r, std::string_view key, const std::filesystem::path& path,
+                      T (*import)(std::string_view, const ServerSpec&),
+                      const ServerSpec& defaults) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    return import(text.str(), defaults);
+  } catch (const std::invalid_argument& e) {
+    r.error(key, fmt::format("{}: {}", path.string(), e.what()));
+    return defaults;
+  }
+}
+
+ServerSpec matrix_import(std::string_view text, const ServerSpec& defaults) {
+  return server_from_matrix(parse_topo_matrix(text), defaults);
+}
+
+void read_server(ConfigReader& sv, Scenario& s) {
+  const std::vector<std::string> presets = server_preset_names();
+  const auto smi = sv.file("nvidia_smi");
+  const auto xml = sv.file("nccl_xml");
+  const std::string preset = sv.choice("preset", "dgx-a100", presets);
+  ServerSpec server = server_preset(preset);
+  if (smi && xml)
+    sv.error("nccl_xml", "give either server.nvidia_smi or server.nccl_xml, not both");
+  // An imported layout keeps the preset's rates and latencies for what the file does not say.
+  if (smi) server = read_file_or_report(sv, "nvidia_smi", *smi, matrix_import, server);
+  if (xml) server = read_file_or_report(sv, "nccl_xml", *xml, import_nccl_xml, server);
+  server.nic_rate = sv.bandwidth("nic_rate", server.nic_rate);
+  s.cluster.servers = static_cast<int>(sv.integer("count", std::nullopt, 1, 1 << 20));
+  s.cluster.server = std::move(server);
+  s.analysis.nic_rate = s.cluster.server.nic_rate;
+}
+
+void read_fabric(ConfigReader& fab, Scenario& s, bool has_servers) {
+  FabricSpec& f = s.cluster.fabric;
+  const std::string kind = fab.choice("kind", "star", {"star", "ring", "leaf-spine", "fat-tree"});
+  f.kind = to_kind(kind);
+  if (has_servers) {
+    fab.not_applicable({"hosts"}, "the endpoints are the NICs of [server]");
+  } else {
+    s.cluster.hosts = static_cast<int>(fab.integer("hosts", std::nullopt, 2, 1 << 20));
+  }
+  f.technology = fab.choice("technology", "ethernet", {"ethernet", "infiniband"});
+  f.link_rate = fab.bandwidth("link_rate", std::nullopt);
+  f.switch_ports = static_cast<int>(fab.integer("switch_ports", 0, 0, 65535));
+  f.switch_latency = fab.time("switch_latency", Time::from_ps(300'000), true);
+  f.host_cable_m = fab.length_m("host_cable_length", 3.0);
+  f.fabric_cable_m = fab.length_m("fabric_cable_length", 30.0);
+  f.propagation_per_m = fab.time("propagation_per_m", Time::from_ps(5'000), false);
+  const std::string why = fmt::format("fabric.kind is \"{}\"", kind);
+  if (f.kind == FabricKind::kRing) {
+    f.ring_switches = static_cast<int>(fab.integer("ring_switches", std::nullopt, 3, 65535));
+  } else {
+    fab.not_applicable({"ring_switches"}, why);
+  }
+  if (f.kind == FabricKind::kLeafSpine) {
+    f.hosts_per_leaf = static_cast<int>(fab.integer("hosts_per_leaf", std::nullopt, 1, 65535));
+    f.spines = static_cast<int>(fab.integer("spines", 0, 0, 65535));
+    f.uplinks_per_leaf = static_cast<int>(fab.integer("uplinks_per_leaf", 0, 0, 65535));
+    f.oversubscription = fab.real("oversubscription", 1.0, 1.0, 1024.0);
+  } else {
+    fab.not_applicable({"hosts_per_leaf", "spines", "uplinks_per_leaf", "oversubscription"}, why);
+  }
+  if (f.kind == FabricKind::kFatTree) {
+    f.k = static_cast<int>(fab.integer("k", std::nullopt, 2, 65534));
+  } else {
+    fab.not_applicable({"k"}, why);
+  }
+  f.rail_optimized = fab.boolean("rail_optimized", false);
+  s.network.path_selection =
+      to_selection(fab.choice("routing", "ecmp", {"ecmp", "spray", "dmodk"}));
+  s.network.switch_latency = f.switch_latency;
+  s.network.port_buffer = fab.bytes("port_buffer", std::nullopt, true);
+  s.network.format.mtu = fab.bytes("mtu", Bytes(4096), false);
+  s.network.format.header = fab.bytes("header", kRoceV2WireOverhead, true);
+  if (s.network.format.mtu > Bytes(1 << 20))
+    fab.error("mtu",
+              fmt::format("must be at most 1MiB, got \"{}\"", to_string(s.network.format.mtu)));
+}
+
+void read_prices(ConfigReader& pr, Scenario& s) {
+  const auto price = [&](std::string_view key) { return pr.optional_real(key, 0.0, 1e12); };
+  Prices& p = s.analysis.prices;
+  p.server = price("server");
+  p.switch_unit = price("switch");
+  p.nic = price("nic");
+  p.copper_cable = price("copper_cable");
+  p.optical_cable = price("optical_cable");
+  p.transceiver = price("transceiver");
+  s.analysis.copper_max_m = pr.length_m("copper_max_length", 3.0);
 }
 
 }  // namespace
@@ -39,19 +151,15 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
                 "must be set (e.g. \"1us\") when simulation.timeseries selects gauges to record");
     sim.finish();
   }
+  const bool has_servers = root.has("server");
+  if (has_servers) {
+    ConfigReader sv = root.table("server");
+    read_server(sv, s);
+    sv.finish();
+  }
   {
     ConfigReader fab = root.table("fabric");
-    fab.choice("kind", "star", {"star"});
-    s.fabric.hosts = static_cast<std::uint32_t>(fab.integer("hosts", std::nullopt, 2, 1 << 20));
-    s.fabric.link_rate = fab.bandwidth("link_rate", std::nullopt);
-    s.fabric.cable_latency = fab.time("cable_latency", Time::from_ps(5'000), false);
-    s.fabric.switch_latency = fab.time("switch_latency", Time::from_ps(300'000), true);
-    s.fabric.port_buffer = fab.bytes("port_buffer", std::nullopt, true);
-    s.fabric.format.mtu = fab.bytes("mtu", Bytes(4096), false);
-    s.fabric.format.header = fab.bytes("header", kRoceV2WireOverhead, true);
-    if (s.fabric.format.mtu > Bytes(1 << 20))
-      fab.error("mtu",
-                fmt::format("must be at most 1MiB, got \"{}\"", to_string(s.fabric.format.mtu)));
+    read_fabric(fab, s, has_servers);
     fab.finish();
   }
   {
@@ -64,6 +172,11 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
     s.traffic.mean_gap = tr.time("mean_gap", Time::zero(), true);
     s.traffic.start_jitter = tr.time("start_jitter", Time::zero(), true);
     tr.finish();
+  }
+  if (root.has("prices")) {
+    ConfigReader pr = root.table("prices");
+    read_prices(pr, s);
+    pr.finish();
   }
   root.finish();
   if (!errors.empty()) throw ConfigError(std::move(errors));

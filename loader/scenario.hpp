@@ -12,13 +12,14 @@
 
 #include "loader/config_tree.hpp"
 #include "models/traffic.hpp"
-#include "topologies/star.hpp"
+#include "topologies/analysis.hpp"
+#include "topologies/network.hpp"
 
 namespace fabricsim {
 
 struct SimulationSettings {
-  Time stop_time{};                       // hard end of simulated time
-  Time sample_interval{};                 // period of gauge sampling (0 = off)
+  Time stop_time{};                     // hard end of simulated time
+  Time sample_interval{};               // period of gauge sampling (0 = off)
   std::vector<std::string> timeseries;  // glob patterns of gauges to record
 };
 
@@ -27,8 +28,10 @@ struct Scenario {
   std::string description;
   std::uint64_t seed = 1;
   SimulationSettings simulation{};
-  StarSpec fabric{};
+  ClusterSpec cluster{};
+  NetworkParams network{};
   TrafficSpec traffic{};
+  AnalysisOptions analysis{};
   toml::table resolved;  // the scenario as it runs: every key, defaults filled in
 };
 

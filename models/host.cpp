@@ -6,16 +6,16 @@
 namespace fabricsim {
 
 Host::Host(Simulation& sim, Pool<Packet>& pool, std::vector<Message>& log, std::uint32_t index,
-           const PacketFormat& format, const PortConfig& nic)
+           const std::string& name, const PacketFormat& format, const PortConfig& nic)
     : sim_(sim),
       pool_(pool),
       log_(log),
       index_(index),
       format_(format),
-      nic_(sim, pool, fmt::format("host{}.nic", index), nic),
+      nic_(sim, pool, name + ".nic", nic),
       start_(sim.bind<&Host::on_message_start>(*this)),
-      rx_bytes_(sim.probes().counter(fmt::format("host{}.rx_payload_bytes", index))),
-      messages_done_(sim.probes().counter(fmt::format("host{}.rx_messages", index))) {
+      rx_bytes_(sim.probes().counter(name + ".rx_payload_bytes")),
+      messages_done_(sim.probes().counter(name + ".rx_messages")) {
   nic_.set_source(this);
 }
 
@@ -60,8 +60,9 @@ void Host::receive(Packet* p) {
   pool_.release(p);
 }
 
-Switch::Switch(Simulation& sim, Pool<Packet>& pool, std::string name)
-    : sim_(sim), pool_(pool), name_(std::move(name)) {}
+Switch::Switch(Simulation& sim, Pool<Packet>& pool, std::string name, std::uint32_t index,
+               Forwarding& forwarding)
+    : sim_(sim), pool_(pool), name_(std::move(name)), index_(index), forwarding_(forwarding) {}
 
 EgressPort& Switch::add_port(const PortConfig& cfg) {
   ports_.push_back(std::make_unique<EgressPort>(

@@ -7,8 +7,8 @@
 // queue of its own. A message completes when all its payload bytes reached the destination;
 // with drops and no retransmission (lossy fabric, no transport yet) it may never complete.
 //
-// Switch: output-queued; a packet arriving on any port goes to the egress port its route
-// table names for the destination host.
+// Switch: output-queued; a packet arriving on any port goes to the egress port its forwarding
+// function picks (a compiled routing table; see topologies/routing.hpp).
 
 #include <deque>
 #include <memory>
@@ -38,7 +38,7 @@ struct PacketFormat {
 class Host final : public PacketSink, public PacketSource {
  public:
   Host(Simulation& sim, Pool<Packet>& pool, std::vector<Message>& log, std::uint32_t index,
-       const PacketFormat& format, const PortConfig& nic);
+       const std::string& name, const PacketFormat& format, const PortConfig& nic);
   EgressPort& nic() { return nic_; }
   // Schedules message `id` (already in the log with this host as source) to start at its time.
   void schedule_message(std::uint64_t id);
@@ -60,24 +60,32 @@ class Host final : public PacketSink, public PacketSource {
   Counter& messages_done_;
 };
 
+// Picks the egress port of switch `switch_index` for a packet.
+class Forwarding {
+ public:
+  virtual std::uint16_t egress(std::uint32_t switch_index, const Packet& p) = 0;
+
+ protected:
+  ~Forwarding() = default;
+};
+
 class Switch final : public PacketSink {
  public:
-  Switch(Simulation& sim, Pool<Packet>& pool, std::string name);
+  Switch(Simulation& sim, Pool<Packet>& pool, std::string name, std::uint32_t index,
+         Forwarding& forwarding);
   EgressPort& add_port(const PortConfig& cfg);
   EgressPort& port(std::size_t i) { return *ports_[i]; }
   std::size_t port_count() const { return ports_.size(); }
-  void set_route(std::uint32_t dst_host, std::uint32_t port) {
-    if (routes_.size() <= dst_host) routes_.resize(dst_host + 1);
-    routes_[dst_host] = port;
-  }
-  void receive(Packet* p) override { ports_[routes_[p->dst]]->enqueue(p); }
+  const std::string& name() const { return name_; }
+  void receive(Packet* p) override { ports_[forwarding_.egress(index_, *p)]->enqueue(p); }
 
  private:
   Simulation& sim_;
   Pool<Packet>& pool_;
   std::string name_;
+  std::uint32_t index_;
+  Forwarding& forwarding_;
   std::vector<std::unique_ptr<EgressPort>> ports_;
-  std::vector<std::uint32_t> routes_;
 };
 
 }  // namespace fabricsim

@@ -1,21 +1,33 @@
 #include <gtest/gtest.h>
 
 #include "models/traffic.hpp"
-#include "topologies/star.hpp"
+#include "topologies/network.hpp"
 
 using namespace fabricsim;
 using namespace fabricsim::literals;
 
 namespace {
 
-StarSpec star(std::uint32_t hosts, Bytes buffer) {
-  return StarSpec{.hosts = hosts,
-                  .link_rate = 100_Gbps,
-                  .cable_latency = 1_us,
-                  .switch_latency = 300_ns,
-                  .port_buffer = buffer,
-                  .format = {.mtu = 4096_B, .header = 82_B}};
-}
+// A star of `hosts` hosts at 100 Gb/s whose cables take 1 us (200 m at 5 ns/m), 300 ns switch.
+struct Star {
+  Topology topo;
+  Routing routing;
+  Simulation sim;
+  PacketNetwork net;
+  Star(int hosts, Bytes buffer, FabricKind kind = FabricKind::kStar, int hosts_per_leaf = 0)
+      : topo(build_cluster({.servers = 0,
+                            .hosts = hosts,
+                            .server = {},
+                            .fabric = {.kind = kind,
+                                       .link_rate = 100_Gbps,
+                                       .switch_latency = 300_ns,
+                                       .host_cable_m = 200,
+                                       .fabric_cable_m = 200,
+                                       .hosts_per_leaf = hosts_per_leaf}})),
+        routing(Routing::compute(topo, 1)),
+        net(sim, topo, routing,
+            {.switch_latency = 300_ns, .port_buffer = buffer, .format = {.mtu = 4096_B, .header = 82_B}}) {}
+};
 
 }  // namespace
 
@@ -24,8 +36,9 @@ TEST(StarModel, OneMessageOnAnIdlePathTakesTheHandComputedTime) {
   // Store-and-forward over two hops: the last packet leaves the host at 256 * 334.24 ns, then
   // crosses the cable + switch latency (1.3 us), is serialized again (334.24 ns) and crosses
   // the second cable (1 us): 85565.44 + 1300 + 334.24 + 1000 ns = 88199.68 ns.
-  Simulation sim;
-  StarFabric fabric(sim, star(2, 1_MiB));
+  Star star(2, 1_MiB);
+  auto& sim = star.sim;
+  auto& fabric = star.net;
   fabric.messages().push_back(Message{.src = 0, .dst = 1, .size = 1_MiB, .start = Time::zero()});
   fabric.start_messages();
   sim.run();
@@ -42,8 +55,9 @@ TEST(StarModel, IncastWithLargeBuffersSharesTheBottleneckAtLineRate) {
   // 1024 packets back to back: 1634.24 + 1024 * 334.24 = 343896 ns, plus the 1 us cable:
   // the last message completes at 344896 ns. Goodput 4 MiB / 344.896 us = 97.29 Gb/s, i.e. line
   // rate x 4096/4178 (98.04 Gb/s) less the one-time pipeline fill.
-  Simulation sim;
-  StarFabric fabric(sim, star(5, 64_MiB));
+  Star star(5, 64_MiB);
+  auto& sim = star.sim;
+  auto& fabric = star.net;
   fabric.messages() = generate_messages(
       TrafficSpec{.pattern = TrafficPattern::kIncast, .message_size = 1_MiB}, 5, sim.rng());
   fabric.start_messages();
@@ -58,8 +72,9 @@ TEST(StarModel, IncastWithLargeBuffersSharesTheBottleneckAtLineRate) {
 }
 
 TEST(StarModel, SmallBuffersDropAndCountTheLoss) {
-  Simulation sim;
-  StarFabric fabric(sim, star(9, 64_KiB));
+  Star star(9, 64_KiB);
+  auto& sim = star.sim;
+  auto& fabric = star.net;
   fabric.messages() = generate_messages(
       TrafficSpec{.pattern = TrafficPattern::kIncast, .message_size = 1_MiB}, 9, sim.rng());
   fabric.start_messages();
@@ -73,6 +88,22 @@ TEST(StarModel, SmallBuffersDropAndCountTheLoss) {
   // Every payload byte sent is either delivered or dropped (4096 B per packet here).
   EXPECT_EQ(delivered + drops * 4096, 8u * (1u << 20));
   EXPECT_EQ(fabric.packet_pool().in_use(), 0u);
+}
+
+TEST(LeafSpineModel, PermutationAcrossLeavesCrossesTheSpinesAndDelivers) {
+  // 4 leaves x 4 hosts, 4 spines; host i sends to host i+1: 4 of the 16 flows cross a leaf
+  // boundary and must use spine links; everything arrives (buffers are large).
+  Star net(16, 16_MiB, FabricKind::kLeafSpine, 4);
+  net.net.messages() = generate_messages(
+      {.pattern = TrafficPattern::kPermutation, .message_size = 256_KiB}, 16, net.sim.rng());
+  net.net.start_messages();
+  net.sim.run();
+  for (const Message& m : net.net.messages()) EXPECT_TRUE(m.complete());
+  std::uint64_t spine_bytes = 0;
+  for (const auto& c : net.sim.probes().counters())
+    if (c.name.starts_with("spine") && c.name.ends_with(".tx_bytes")) spine_bytes += c.value;
+  // 4 crossing flows x 64 packets x 4178 B, each crossing exactly one spine.
+  EXPECT_EQ(spine_bytes, 4u * 64 * 4178);
 }
 
 TEST(Traffic, PatternsPickTheDocumentedDestinations) {

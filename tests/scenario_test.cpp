@@ -34,9 +34,9 @@ std::string read(const std::string& path) {
 TEST(Scenario, DefaultScenarioLoadsWithItsValues) {
   const Scenario s = load_scenario(std::string(FABRICSIM_SOURCE_DIR) + "/scenarios/default.toml");
   EXPECT_EQ(s.name, "incast-8to1");
-  EXPECT_EQ(s.fabric.hosts, 9u);
-  EXPECT_EQ(s.fabric.link_rate, 100_Gbps);
-  EXPECT_EQ(s.fabric.port_buffer, 1_MiB);
+  EXPECT_EQ(s.cluster.hosts, 9u);
+  EXPECT_EQ(s.cluster.fabric.link_rate, 100_Gbps);
+  EXPECT_EQ(s.network.port_buffer, 1_MiB);
   EXPECT_EQ(s.traffic.message_size, 2_MiB);
   EXPECT_EQ(s.simulation.sample_interval, 2_us);
 }
@@ -45,8 +45,8 @@ TEST(Scenario, ExtendsMergesDeeplyWithTheChildWinning) {
   const Scenario s = load_scenario(kData + "child.toml");
   EXPECT_EQ(s.name, "child");
   EXPECT_EQ(s.seed, 3u);                     // from base
-  EXPECT_EQ(s.fabric.hosts, 8u);             // child overrides
-  EXPECT_EQ(s.fabric.port_buffer, 256_KiB);  // base value in a table the child also writes
+  EXPECT_EQ(s.cluster.hosts, 8u);             // child overrides
+  EXPECT_EQ(s.network.port_buffer, 256_KiB);  // base value in a table the child also writes
   EXPECT_EQ(s.traffic.pattern, TrafficPattern::kPermutation);
   EXPECT_EQ(s.traffic.messages_per_destination, 2u);
 }
@@ -55,7 +55,7 @@ TEST(Scenario, SetOverridesAreCheckedLikeTheFile) {
   const Scenario s = load_scenario(
       kData + "child.toml",
       {.overrides = {"fabric.link_rate=400Gbps", "seed=9", "traffic.pattern=\"all-to-all\""}});
-  EXPECT_EQ(s.fabric.link_rate, 400_Gbps);
+  EXPECT_EQ(s.cluster.fabric.link_rate, 400_Gbps);
   EXPECT_EQ(s.seed, 9u);
   EXPECT_EQ(s.traffic.pattern, TrafficPattern::kAllToAll);
   EXPECT_EQ(
@@ -124,9 +124,15 @@ TEST(Scenario, MissingRequiredKeysAreNamed) {
 
 TEST(Scenario, EveryKeyTheLoaderKnowsIsDocumented) {
   const std::string doc = read(std::string(FABRICSIM_SOURCE_DIR) + "/docs/scenario.md");
-  const Scenario s = load_scenario(std::string(FABRICSIM_SOURCE_DIR) + "/scenarios/default.toml");
-  for (const auto& key : known_scenario_keys(s))
-    EXPECT_NE(doc.find("`" + key + "`"), std::string::npos) << key << " is not in docs/scenario.md";
+  int scenarios = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(FABRICSIM_SOURCE_DIR) + "/scenarios")) {
+    if (e.path().extension() != ".toml") continue;
+    ++scenarios;
+    const Scenario s = load_scenario(e.path());
+    for (const auto& key : known_scenario_keys(s))
+      EXPECT_NE(doc.find("`" + key + "`"), std::string::npos) << key << " (" << e.path() << ") is not in docs/scenario.md";
+  }
+  EXPECT_GE(scenarios, 2);
 }
 
 TEST(Scenario, RegressionInputsGiveCleanErrorsOrValidScenarios) {

@@ -45,8 +45,17 @@ using TopologyGraph =
 using Vertex = TopologyGraph::vertex_descriptor;
 using Edge = TopologyGraph::edge_descriptor;
 
+// Edge descriptors of an undirected Boost graph point into the graph's edge list, so anything
+// that keeps them (Routing) must be computed once the Topology is in its final place. Copying
+// is disabled so a copy can never leave such descriptors pointing into a destroyed graph.
 class Topology {
  public:
+  Topology() = default;
+  Topology(const Topology&) = delete;
+  Topology& operator=(const Topology&) = delete;
+  Topology(Topology&&) = default;
+  Topology& operator=(Topology&&) = default;
+
   Vertex add_node(NodeInfo info);
   Edge add_link(Vertex a, Vertex b, LinkInfo info);
 

@@ -1,0 +1,44 @@
+// Building and routing large clusters: the 16,384-GPU fat-tree of bench/fat-tree-16k.toml
+// (2,048 x DGX H100, k = 64), and a 256-GPU leaf-spine for scale.
+
+#include <benchmark/benchmark.h>
+
+#include "topologies/analysis.hpp"
+
+using namespace fabricsim;
+using namespace fabricsim::literals;
+
+namespace {
+
+ClusterSpec fat_tree_16k() {
+  return ClusterSpec{.servers = 2048,
+                     .hosts = 0,
+                     .server = server_preset("dgx-h100"),
+                     .fabric = {.kind = FabricKind::kFatTree,
+                                .technology = "infiniband",
+                                .link_rate = 400_Gbps,
+                                .k = 64,
+                                .rail_optimized = true}};
+}
+
+void BM_BuildAndRoute_FatTree16kGpus(benchmark::State& state) {
+  const ClusterSpec spec = fat_tree_16k();
+  for (auto _ : state) {
+    const Topology t = build_cluster(spec);
+    const Routing r = Routing::compute(t, 1);
+    benchmark::DoNotOptimize(r.group_count());
+    state.counters["switches"] = static_cast<double>(r.switch_count());
+    state.counters["endpoints"] = static_cast<double>(r.endpoint_count());
+  }
+}
+
+void BM_Bisection_FatTree16kGpus(benchmark::State& state) {
+  const Topology t = build_cluster(fat_tree_16k());
+  const Routing r = Routing::compute(t, 1);
+  for (auto _ : state) benchmark::DoNotOptimize(analyse(t, r, {}).bisection_gbps);
+}
+
+}  // namespace
+
+BENCHMARK(BM_BuildAndRoute_FatTree16kGpus)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Bisection_FatTree16kGpus)->Unit(benchmark::kMillisecond);
