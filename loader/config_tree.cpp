@@ -359,6 +359,35 @@ bool ConfigReader::boolean(std::string_view key, std::optional<bool> fallback) {
   return out;
 }
 
+std::vector<std::int64_t> ConfigReader::integer_list(std::string_view key,
+                                                     std::vector<std::int64_t> fallback,
+                                                     std::int64_t min, std::int64_t max) {
+  const ConfigNode* c = find(key);
+  std::vector<std::int64_t> out = std::move(fallback);
+  if (c != nullptr) {
+    const auto* arr = c->value != nullptr ? c->value->as_array() : nullptr;
+    if (arr == nullptr) {
+      error(key, fmt::format("expected an array of integers, got {}",
+                             c->value ? describe(*c->value) : std::string("a table")));
+      return out;
+    }
+    out.clear();
+    for (const auto& item : *arr) {
+      const auto* i = item.as_integer();
+      if (i == nullptr || i->get() < min || i->get() > max) {
+        errors_.push_back(fmt::format("{}: {}: expected integers between {} and {}, got {} in it",
+                                      where(&item), key_path(key), min, max, describe(item)));
+        return {};
+      }
+      out.push_back(i->get());
+    }
+  }
+  toml::array echo;
+  for (const auto v : out) echo.push_back(v);
+  resolved_.insert_or_assign(key, std::move(echo));
+  return out;
+}
+
 double ConfigReader::real(std::string_view key, std::optional<double> fallback, double min,
                           double max) {
   const ConfigNode* c = find(key);

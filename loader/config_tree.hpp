@@ -101,6 +101,9 @@ class ConfigReader {
   // A file name, resolved against the folder of the file the value was written in.
   std::optional<std::filesystem::path> file(std::string_view key);
   std::vector<std::string> string_list(std::string_view key, std::vector<std::string> fallback);
+  // An array of integers, each in [min, max].
+  std::vector<std::int64_t> integer_list(std::string_view key, std::vector<std::int64_t> fallback,
+                                         std::int64_t min, std::int64_t max);
   // Quantities with units written in the text. `allow_zero` false rejects 0.
   Time time(std::string_view key, std::optional<Time> fallback, bool allow_zero);
   Bytes bytes(std::string_view key, std::optional<Bytes> fallback, bool allow_zero);

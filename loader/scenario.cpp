@@ -53,6 +53,62 @@ ServerSpec matrix_import(std::string_view text, const ServerSpec& defaults) {
   return server_from_matrix(parse_topo_matrix(text), defaults);
 }
 
+// Any server written out in TOML: every key overrides the preset (or imported layout) value.
+void read_server_layout(ConfigReader& sv, ServerSpec& server) {
+  const auto to_int = [](const std::vector<std::int64_t>& v) {
+    return std::vector<int>(v.begin(), v.end());
+  };
+  server.gpu_name = sv.string("gpu_name", server.gpu_name);
+  server.gpu_sm = static_cast<int>(sv.integer("gpu_sm", server.gpu_sm, 10, 200));
+  server.sockets = static_cast<int>(sv.integer("sockets", server.sockets, 1, 16));
+  server.cores_per_socket =
+      static_cast<int>(sv.integer("cores_per_socket", server.cores_per_socket, 1, 4096));
+  server.inter_socket_rate = sv.bandwidth("inter_socket_rate", server.inter_socket_rate);
+  const int generation =
+      static_cast<int>(sv.integer("pcie_generation", server.gpu_pcie.generation, 1, 6));
+  const int width = static_cast<int>(sv.integer("pcie_width", server.gpu_pcie.width, 1, 32));
+  server.gpu_pcie = server.nic_pcie = server.uplink_pcie = PcieLink{generation, width};
+  server.pcie_latency = sv.time("pcie_latency", server.pcie_latency, false);
+  server.nvlink_rate = sv.bandwidth("nvlink_rate", server.nvlink_rate);
+  server.nvlink_latency = sv.time("nvlink_latency", server.nvlink_latency, false);
+
+  std::vector<std::int64_t> sw_sockets, gpu_sw, nic_sw;
+  for (const auto& p : server.pcie_switches) sw_sockets.push_back(p.socket);
+  for (const auto& g : server.gpus) gpu_sw.push_back(g.pcie_switch);
+  for (const auto& n : server.nics) nic_sw.push_back(n.pcie_switch);
+  sw_sockets = sv.integer_list("pcie_switch_sockets", sw_sockets, 0, server.sockets - 1);
+  const int levels = static_cast<int>(
+      sv.integer("pcie_switch_levels",
+                 server.pcie_switches.empty() ? 1 : server.pcie_switches[0].levels, 1, 2));
+  const auto switches = static_cast<std::int64_t>(sw_sockets.size());
+  gpu_sw = sv.integer_list("gpu_pcie_switch", gpu_sw, -1, switches - 1);
+  nic_sw = sv.integer_list("nic_pcie_switch", nic_sw, -1, switches - 1);
+  server.pcie_switches.clear();
+  for (const auto socket : sw_sockets)
+    server.pcie_switches.push_back({static_cast<int>(socket), levels});
+  server.gpus.clear();
+  for (const auto sw : gpu_sw) server.gpus.push_back({static_cast<int>(sw), 0});
+  server.nics.clear();
+  for (const auto sw : nic_sw) server.nics.push_back({static_cast<int>(sw), 0});
+  std::vector<std::string> names = server.nic_names;
+  names.resize(server.nics.size());
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i].empty()) names[i] = fmt::format("mlx5_{}", i);
+  server.nic_names = sv.string_list("nic_names", names);
+  if (server.nic_names.size() != server.nics.size())
+    sv.error("nic_names",
+             fmt::format("has {} names for {} NICs", server.nic_names.size(), server.nics.size()));
+  if (sv.has("nvswitch_links")) {
+    server.nvswitch_links = to_int(sv.integer_list("nvswitch_links", {}, 0, 64));
+    server.nvlink_pairs.clear();
+  } else if (server.nvlink_pairs.empty()) {
+    std::vector<std::int64_t> links(server.nvswitch_links.begin(), server.nvswitch_links.end());
+    server.nvswitch_links = to_int(sv.integer_list("nvswitch_links", links, 0, 64));
+  }
+  if (!server.nvlink_pairs.empty() && server.nvlink_pairs.size() != server.gpus.size())
+    server.nvlink_pairs.assign(server.gpus.size(), std::vector<int>(server.gpus.size(), 0));
+}
+
 void read_server(ConfigReader& sv, Scenario& s) {
   const std::vector<std::string> presets = server_preset_names();
   const auto smi = sv.file("nvidia_smi");
@@ -65,6 +121,7 @@ void read_server(ConfigReader& sv, Scenario& s) {
   if (smi) server = read_file_or_report(sv, "nvidia_smi", *smi, matrix_import, server);
   if (xml) server = read_file_or_report(sv, "nccl_xml", *xml, import_nccl_xml, server);
   server.nic_rate = sv.bandwidth("nic_rate", server.nic_rate);
+  read_server_layout(sv, server);
   s.cluster.servers = static_cast<int>(sv.integer("count", std::nullopt, 1, 1 << 20));
   s.cluster.server = std::move(server);
   s.analysis.nic_rate = s.cluster.server.nic_rate;

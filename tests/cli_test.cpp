@@ -126,8 +126,9 @@ TEST(Cli, TopoSummarisesMatricesDotAndNcclXml) {
   const std::string scenario = kSource + "/scenarios/topologies/case-study-fabric.toml";
   const Outcome text = cli({"topo", scenario});
   EXPECT_EQ(text.code, 0) << text.err;
-  EXPECT_NE(text.out.find("bisection bandwidth 800 Gb/s one way (50.0% of the 1600 Gb/s full bisection)"),
-            std::string::npos)
+  EXPECT_NE(
+      text.out.find("bisection bandwidth 800 Gb/s one way (50.0% of the 1600 Gb/s full bisection)"),
+      std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("total                   869000.00"), std::string::npos) << text.out;
   const Outcome json = cli({"topo", scenario, "--json"});
@@ -137,7 +138,9 @@ TEST(Cli, TopoSummarisesMatricesDotAndNcclXml) {
   EXPECT_NE(matrix.out.find("GPU0\t X \tNV12"), std::string::npos);
 
   const fs::path dir = temp_dir("topo");
-  ASSERT_EQ(cli({"topo", scenario, "--dot", (dir.string() + ".dot"), "--nccl-xml", dir.string()}).code, 0);
+  ASSERT_EQ(
+      cli({"topo", scenario, "--dot", (dir.string() + ".dot"), "--nccl-xml", dir.string()}).code,
+      0);
   EXPECT_NE(read(dir.string() + ".dot").find("server0.gpu0"), std::string::npos);
   EXPECT_NE(read(dir / "server3.xml").find("<system version=\"1\">"), std::string::npos);
   fs::remove_all(dir);
@@ -147,20 +150,37 @@ TEST(Cli, TopoSummarisesMatricesDotAndNcclXml) {
 }
 
 TEST(Cli, UnbuildableFabricsAreInputErrors) {
-  const Outcome r = cli({"check", kSource + "/scenarios/topologies/fat-tree-k8.toml", "--set", "fabric.hosts=200"});
+  const Outcome r = cli(
+      {"check", kSource + "/scenarios/topologies/fat-tree-k8.toml", "--set", "fabric.hosts=200"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err, "fabricsim: error: fabric: a fat-tree with k = 8 holds 128 hosts but the cluster has "
-                   "200 endpoints: use fabric.k >= 10\n");
-  const Outcome na = cli({"check", kSource + "/scenarios/topologies/fat-tree-k8.toml", "--set", "fabric.spines=2"});
+  EXPECT_EQ(r.err,
+            "fabricsim: error: fabric: a fat-tree with k = 8 holds 128 hosts but the cluster has "
+            "200 endpoints: use fabric.k >= 10\n");
+  const Outcome na = cli(
+      {"check", kSource + "/scenarios/topologies/fat-tree-k8.toml", "--set", "fabric.spines=2"});
   EXPECT_EQ(na.code, 2);
-  EXPECT_EQ(na.err, "fabricsim: error: --set 'fabric.spines=2': fabric.spines: does not apply: fabric.kind is \"fat-tree\"\n");
+  EXPECT_EQ(na.err,
+            "fabricsim: error: --set 'fabric.spines=2': fabric.spines: does not apply: fabric.kind "
+            "is \"fat-tree\"\n");
 }
 
 TEST(Cli, RunsOnAnyFabric) {
   const fs::path dir = temp_dir("ft");
-  const Outcome r = cli({"run", kSource + "/scenarios/topologies/fat-tree-k8.toml", "--out", dir.string(),
-                         "--set", "traffic.message_size=64KiB"});
+  const Outcome r = cli({"run", kSource + "/scenarios/topologies/fat-tree-k8.toml", "--out",
+                         dir.string(), "--set", "traffic.message_size=64KiB"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("messages_completed                       128"), std::string::npos) << r.out;
   fs::remove_all(dir);
+}
+
+TEST(Cli, AServerWrittenOutInTomlGivesItsMatrix) {
+  const Outcome m = cli({"topo", kSource + "/scenarios/topologies/custom-server.toml", "--matrix"});
+  EXPECT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find("GPU0\t X \tNV8\tNV8\tNV8\tPIX\tNODE\t0-31\t0"), std::string::npos) << m.out;
+  const Outcome bad = cli({"check", kSource + "/scenarios/topologies/custom-server.toml", "--set",
+                           "server.gpu_pcie_switch=[0, 5]"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err,
+            "fabricsim: error: --set 'server.gpu_pcie_switch=[0, 5]': server.gpu_pcie_switch: "
+            "expected integers between -1 and 1, got an integer 5 in it\n");
 }

@@ -26,7 +26,9 @@ struct Star {
                                        .hosts_per_leaf = hosts_per_leaf}})),
         routing(Routing::compute(topo, 1)),
         net(sim, topo, routing,
-            {.switch_latency = 300_ns, .port_buffer = buffer, .format = {.mtu = 4096_B, .header = 82_B}}) {}
+            {.switch_latency = 300_ns,
+             .port_buffer = buffer,
+             .format = {.mtu = 4096_B, .header = 82_B}}) {}
 };
 
 }  // namespace

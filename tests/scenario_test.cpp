@@ -44,7 +44,7 @@ TEST(Scenario, DefaultScenarioLoadsWithItsValues) {
 TEST(Scenario, ExtendsMergesDeeplyWithTheChildWinning) {
   const Scenario s = load_scenario(kData + "child.toml");
   EXPECT_EQ(s.name, "child");
-  EXPECT_EQ(s.seed, 3u);                     // from base
+  EXPECT_EQ(s.seed, 3u);                      // from base
   EXPECT_EQ(s.cluster.hosts, 8u);             // child overrides
   EXPECT_EQ(s.network.port_buffer, 256_KiB);  // base value in a table the child also writes
   EXPECT_EQ(s.traffic.pattern, TrafficPattern::kPermutation);
@@ -125,12 +125,14 @@ TEST(Scenario, MissingRequiredKeysAreNamed) {
 TEST(Scenario, EveryKeyTheLoaderKnowsIsDocumented) {
   const std::string doc = read(std::string(FABRICSIM_SOURCE_DIR) + "/docs/scenario.md");
   int scenarios = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(FABRICSIM_SOURCE_DIR) + "/scenarios")) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(
+           std::string(FABRICSIM_SOURCE_DIR) + "/scenarios")) {
     if (e.path().extension() != ".toml") continue;
     ++scenarios;
     const Scenario s = load_scenario(e.path());
     for (const auto& key : known_scenario_keys(s))
-      EXPECT_NE(doc.find("`" + key + "`"), std::string::npos) << key << " (" << e.path() << ") is not in docs/scenario.md";
+      EXPECT_NE(doc.find("`" + key + "`"), std::string::npos)
+          << key << " (" << e.path() << ") is not in docs/scenario.md";
   }
   EXPECT_GE(scenarios, 2);
 }

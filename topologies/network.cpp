@@ -10,7 +10,8 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
   for (std::size_t s = 0; s < routing.switch_count(); ++s) {
     const Vertex v = routing.switch_vertex(s);
     switch_of_vertex[v] = static_cast<std::int32_t>(s);
-    switches_.push_back(std::make_unique<Switch>(sim, pool_, g[v].name, static_cast<std::uint32_t>(s), *this));
+    switches_.push_back(
+        std::make_unique<Switch>(sim, pool_, g[v].name, static_cast<std::uint32_t>(s), *this));
   }
   std::vector<std::int32_t> endpoint_of_vertex(boost::num_vertices(g), -1);
   for (std::size_t e = 0; e < routing.endpoint_count(); ++e) {
@@ -25,9 +26,10 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
     for (const auto& port : routing.ports(s)) {
       const LinkInfo& link = g[port.edge];
       const std::int32_t peer_switch = switch_of_vertex[port.peer];
-      const PortConfig cfg{.rate = link.rate,
-                           .latency = link.latency + (peer_switch >= 0 ? params.switch_latency : Time::zero()),
-                           .capacity = params.port_buffer};
+      const PortConfig cfg{
+          .rate = link.rate,
+          .latency = link.latency + (peer_switch >= 0 ? params.switch_latency : Time::zero()),
+          .capacity = params.port_buffer};
       EgressPort& egress = switches_[s]->add_port(cfg);
       if (peer_switch >= 0) {
         egress.connect(switches_[peer_switch].get());
@@ -45,7 +47,8 @@ std::uint16_t PacketNetwork::egress(std::uint32_t switch_index, const Packet& p)
 }
 
 void PacketNetwork::start_messages() {
-  for (std::size_t id = 0; id < messages_.size(); ++id) hosts_[messages_[id].src]->schedule_message(id);
+  for (std::size_t id = 0; id < messages_.size(); ++id)
+    hosts_[messages_[id].src]->schedule_message(id);
 }
 
 }  // namespace fabricsim

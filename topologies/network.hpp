@@ -17,7 +17,7 @@ namespace fabricsim {
 
 struct NetworkParams {
   Time switch_latency{};
-  Bytes port_buffer{};          // per switch egress queue
+  Bytes port_buffer{};  // per switch egress queue
   PacketFormat format{};
   PathSelection path_selection = PathSelection::kHash;
 };
