@@ -1,5 +1,6 @@
 #include "cli/experiment.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 
@@ -17,6 +18,19 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
 }
 
+// Sum of the counters whose names end with `suffix` (tx_prio<p>_pause counts frames sent).
+std::uint64_t sum_counters(const std::vector<std::pair<std::string, std::uint64_t>>& counters,
+                           std::string_view suffix) {
+  std::uint64_t sum = 0;
+  for (const auto& [name, value] : counters) {
+    if (suffix == "_pause"
+            ? (name.find(".tx_prio") != std::string::npos && name.ends_with("_pause"))
+            : name.ends_with(suffix))
+      sum += value;
+  }
+  return sum;
+}
+
 }  // namespace
 
 BuiltCluster::BuiltCluster(const Scenario& scenario)
@@ -28,7 +42,7 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
   Simulation sim(scenario.seed);
   PacketNetwork fabric(sim, cluster.topology, cluster.routing, scenario.network);
   fabric.messages() = generate_messages(scenario.traffic,
-                                        static_cast<std::uint32_t>(fabric.host_count()), sim.rng());
+                                        static_cast<std::uint32_t>(fabric.nic_count()), sim.rng());
   fabric.start_messages();
   GaugeSampler sampler(sim, scenario.simulation.timeseries, scenario.simulation.sample_interval);
   if (progress) sim.set_progress_callback(std::move(progress));
@@ -88,9 +102,18 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
       {"fct_p99_us", percentile(fct_us, 99), "us"},
       {"fct_max_us", fct_us.empty() ? 0 : fct_us.back(), "us"},
       {"dropped_packets", static_cast<double>(drops), ""},
+      {"pfc_pause_frames", static_cast<double>(sum_counters(r.counters, "_pause")), ""},
+      {"ecn_marked_packets", static_cast<double>(sum_counters(r.counters, ".ecn_marked_packets")),
+       ""},
+      {"cnp_sent", static_cast<double>(sum_counters(r.counters, ".cnp_sent")), ""},
+      {"retransmitted_packets",
+       static_cast<double>(sum_counters(r.counters, ".retransmitted_packets")), ""},
+      {"qp_errors", static_cast<double>(fabric.errors().size()), ""},
       {"peak_switch_queue_bytes", static_cast<double>(peak_queue.count()), "B"},
       {"peak_switch_port_utilization", peak_util, ""},
   };
+  for (const auto& e : fabric.errors())
+    r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
   r.series_names = sampler.names();
   r.series_times = sampler.times();
   r.series_values = sampler.values();

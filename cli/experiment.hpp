@@ -19,7 +19,8 @@ struct Metric {
 };
 
 struct RunResult {
-  std::string status;  // "completed" (all traffic done), "time-limit"
+  std::string status;  // "completed" (all traffic done), "time-limit", "deadlock", "no-progress"
+  std::vector<std::string> errors;  // transport errors and what stopped the run, one line each
   Time sim_time;
   std::uint64_t events = 0;
   std::vector<Metric> metrics;

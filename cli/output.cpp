@@ -21,6 +21,8 @@ std::string results_json(const Scenario& scenario, const RunResult& result) {
     counters.insert_or_assign(name, static_cast<std::int64_t>(value));
   toml::array series;
   for (const auto& n : result.series_names) series.push_back(n);
+  toml::array errors;
+  for (const auto& e : result.errors) errors.push_back(e);
 
   toml::table root{
       {"fabricsim_version", kVersion},
@@ -29,6 +31,7 @@ std::string results_json(const Scenario& scenario, const RunResult& result) {
       {"status", result.status},
       {"sim_time_ps", result.sim_time.ps()},
       {"events", static_cast<std::int64_t>(result.events)},
+      {"errors", errors},
       {"metrics", std::move(metrics)},
       {"counters", std::move(counters)},
       {"timeseries", toml::table{{"file", result.series_names.empty() ? "" : "timeseries.csv"},
@@ -59,13 +62,19 @@ std::string text_report(const Scenario& scenario, const RunResult& result) {
   const std::string endpoints = c.servers > 0 ? fmt::format("{} x {} ({} NICs each)", c.servers,
                                                             c.server.model, c.server.nics.size())
                                               : fmt::format("{} hosts", c.hosts);
-  out += fmt::format(
-      "  fabric: {} {}, {} at {}, port buffer {}, MTU {} + {} overhead\n",
-      scenario.resolved["fabric"]["kind"].value_or(std::string("star")), c.fabric.technology,
-      endpoints, to_string(c.fabric.link_rate), to_string(scenario.network.port_buffer),
-      to_string(scenario.network.format.mtu), to_string(scenario.network.format.header));
-  out += fmt::format("  status: {} at simulated time {} after {} events\n\n", result.status,
+  const auto& n = scenario.network;
+  out += fmt::format("  fabric: {} {}, {} at {}, switch buffer {}, MTU {} + {} overhead\n",
+                     scenario.resolved["fabric"]["kind"].value_or(std::string("star")),
+                     c.fabric.technology, endpoints, to_string(c.fabric.link_rate),
+                     to_string(n.buffer.buffer), to_string(n.nic.format.mtu),
+                     to_string(n.nic.format.header));
+  out += fmt::format("  PFC {}, ECN {}, DCQCN {}, IB timeout {} / retry count {}\n",
+                     n.buffer.pfc ? "on" : "off", n.buffer.ecn.enabled ? "on" : "off",
+                     n.nic.dcqcn.enabled ? "on" : "off", n.nic.ib_timeout, n.nic.ib_retry_cnt);
+  out += fmt::format("  status: {} at simulated time {} after {} events\n", result.status,
                      to_string(result.sim_time), result.events);
+  for (const auto& e : result.errors) out += fmt::format("  error: {}\n", e);
+  out += "\n";
   std::size_t width = 0;
   for (const auto& m : result.metrics) width = std::max(width, m.name.size());
   for (const auto& m : result.metrics) {

@@ -544,8 +544,9 @@ Bytes ConfigReader::bytes(std::string_view key, std::optional<Bytes> fallback, b
   });
 }
 
-Bandwidth ConfigReader::bandwidth(std::string_view key, std::optional<Bandwidth> fallback) {
-  return quantity<Bandwidth>(key, fallback, false, [](std::optional<std::string> s) {
+Bandwidth ConfigReader::bandwidth(std::string_view key, std::optional<Bandwidth> fallback,
+                                  bool allow_zero) {
+  return quantity<Bandwidth>(key, fallback, allow_zero, [](std::optional<std::string> s) {
     return s ? parse_bandwidth(*s) : Bandwidth::from_bps(100'000'000'000);
   });
 }

@@ -107,7 +107,8 @@ class ConfigReader {
   // Quantities with units written in the text. `allow_zero` false rejects 0.
   Time time(std::string_view key, std::optional<Time> fallback, bool allow_zero);
   Bytes bytes(std::string_view key, std::optional<Bytes> fallback, bool allow_zero);
-  Bandwidth bandwidth(std::string_view key, std::optional<Bandwidth> fallback);
+  Bandwidth bandwidth(std::string_view key, std::optional<Bandwidth> fallback,
+                      bool allow_zero = false);
 
   ConfigReader table(std::string_view key);
   // Reports every key of this table that no accessor asked for, with a suggestion.

@@ -166,12 +166,78 @@ void read_fabric(ConfigReader& fab, Scenario& s, bool has_servers) {
   s.network.path_selection =
       to_selection(fab.choice("routing", "ecmp", {"ecmp", "spray", "dmodk"}));
   s.network.switch_latency = f.switch_latency;
-  s.network.port_buffer = fab.bytes("port_buffer", std::nullopt, true);
-  s.network.format.mtu = fab.bytes("mtu", Bytes(4096), false);
-  s.network.format.header = fab.bytes("header", kRoceV2WireOverhead, true);
-  if (s.network.format.mtu > Bytes(1 << 20))
-    fab.error("mtu",
-              fmt::format("must be at most 1MiB, got \"{}\"", to_string(s.network.format.mtu)));
+}
+
+std::uint8_t priority_mask(ConfigReader& r, std::string_view key,
+                           std::vector<std::int64_t> fallback) {
+  std::uint8_t mask = 0;
+  for (const auto p : r.integer_list(key, std::move(fallback), 0, 7))
+    mask |= static_cast<std::uint8_t>(1u << p);
+  return mask;
+}
+
+void read_nic(ConfigReader& nic, Scenario& s) {
+  RdmaConfig& n = s.network.nic;
+  n.format.mtu = nic.bytes("mtu", Bytes(4096), false);
+  n.format.header = nic.bytes("header", kRoceV2WireOverhead, true);
+  if (n.format.mtu > Bytes(1 << 20))
+    nic.error("mtu", fmt::format("must be at most 1MiB, got \"{}\"", to_string(n.format.mtu)));
+  n.control_bytes = nic.bytes("control_packet", Bytes(86), false);
+  n.priority = static_cast<std::uint8_t>(nic.integer("priority", 3, 0, 7));
+  n.cnp_priority = static_cast<std::uint8_t>(nic.integer("cnp_priority", 6, 0, 7));
+  n.ack_interval = static_cast<int>(nic.integer("ack_interval", 1, 1, 1 << 20));
+  // NCCL's defaults (NCCL_IB_TIMEOUT=20, NCCL_IB_RETRY_CNT=7 since 2.23).
+  n.ib_timeout = static_cast<int>(nic.integer("ib_timeout", 20, 0, 31));
+  n.ib_retry_cnt = static_cast<int>(nic.integer("ib_retry_cnt", 7, 0, 7));
+  ConfigReader d = nic.table("dcqcn");
+  DcqcnConfig& c = n.dcqcn;
+  c.enabled = d.boolean("enabled", false);
+  c.rpg_time_reset = d.time("rpg_time_reset", c.rpg_time_reset, false);
+  c.rpg_threshold = static_cast<int>(d.integer("rpg_threshold", c.rpg_threshold, 0, 1000));
+  c.rpg_ai_rate = d.bandwidth("rpg_ai_rate", c.rpg_ai_rate);
+  c.rpg_hai_rate = d.bandwidth("rpg_hai_rate", c.rpg_hai_rate);
+  c.rpg_min_rate = d.bandwidth("rpg_min_rate", c.rpg_min_rate);
+  c.dce_tcp_g = d.real("dce_tcp_g", c.dce_tcp_g, 0.0, 1.0);
+  c.dce_tcp_rtt = d.time("dce_tcp_rtt", c.dce_tcp_rtt, false);
+  c.rate_reduce_monitor_period =
+      d.time("rate_reduce_monitor_period", c.rate_reduce_monitor_period, false);
+  c.initial_alpha = d.real("initial_alpha", c.initial_alpha, 0.0, 1.0);
+  c.rate_to_set_on_first_cnp = d.bandwidth("rate_to_set_on_first_cnp", Bandwidth{}, true);
+  c.clamp_tgt_rate = d.boolean("clamp_tgt_rate", c.clamp_tgt_rate);
+  c.min_time_between_cnps = d.time("min_time_between_cnps", c.min_time_between_cnps, true);
+  d.finish();
+}
+
+void read_switch(ConfigReader& sw, Scenario& s) {
+  BufferConfig& b = s.network.buffer;
+  b.buffer = sw.bytes("buffer", Bytes(32LL << 20), false);
+  b.reserved = sw.bytes("reserved", Bytes(4096), true);
+  b.alpha = sw.real("alpha", 0.125, 1.0 / 1024, 64.0);
+  b.resume_offset = sw.bytes("resume_offset", Bytes(3072), true);
+  b.pfc = sw.boolean("pfc", false);
+  b.lossless = priority_mask(sw, "lossless_priorities", {3});
+  b.pause_quanta = static_cast<std::uint16_t>(sw.integer("pause_quanta", 0xffff, 1, 0xffff));
+  // Headroom: what can still arrive after XOFF is sent, for the longest cable at the link rate
+  // (802.1Qbb Annex O style): the pause frame and the largest frame being sent when it is
+  // generated, the cable round trip, the upstream's response time, and the frame it is
+  // sending when the pause arrives.
+  const FabricSpec& f = s.cluster.fabric;
+  const double cable_m = std::max(f.host_cable_m, f.fabric_cable_m);
+  const Time response = sw.time("pause_response_time", Time::from_ps(1'000'000), true);
+  const Time round_trip = Time::from_ps(static_cast<Time::rep>(
+                              2 * cable_m * static_cast<double>(f.propagation_per_m.ps()))) +
+                          response;
+  const Bytes frame = s.network.nic.format.mtu + s.network.nic.format.header;
+  const Bytes automatic = kPauseFrameWireBytes + frame * 2 + bytes_in(round_trip, f.link_rate);
+  b.headroom = sw.has("headroom") ? sw.bytes("headroom", std::nullopt, true) : automatic;
+  if (!sw.has("headroom")) (void)sw.bytes("headroom", automatic, true);
+  b.ecn.enabled = sw.boolean("ecn", false);
+  b.ecn.kmin = sw.bytes("ecn_kmin", Bytes(100'000), true);
+  b.ecn.kmax = sw.bytes("ecn_kmax", Bytes(400'000), false);
+  b.ecn.pmax = sw.real("ecn_pmax", 0.2, 0.0, 1.0);
+  b.ecn_priorities = priority_mask(sw, "ecn_priorities", {3});
+  if (b.ecn.kmax <= b.ecn.kmin)
+    sw.error("ecn_kmax", fmt::format("must be above switch.ecn_kmin ({})", to_string(b.ecn.kmin)));
 }
 
 void read_prices(ConfigReader& pr, Scenario& s) {
@@ -229,6 +295,16 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
     s.traffic.mean_gap = tr.time("mean_gap", Time::zero(), true);
     s.traffic.start_jitter = tr.time("start_jitter", Time::zero(), true);
     tr.finish();
+  }
+  {
+    ConfigReader nic = root.table("nic");
+    read_nic(nic, s);
+    nic.finish();
+  }
+  {
+    ConfigReader sw = root.table("switch");
+    read_switch(sw, s);
+    sw.finish();
   }
   if (root.has("prices")) {
     ConfigReader pr = root.table("prices");

@@ -1,6 +1,6 @@
 #pragma once
-// The common packet header. Kept small: model-specific state (transport, congestion control)
-// will live in its own types keyed by flow, not in every packet.
+// The common packet header. Kept small; transport state lives in the NICs' queue pairs, keyed
+// by the message id the packet carries.
 
 #include <cstdint>
 
@@ -8,30 +8,36 @@
 
 namespace fabricsim {
 
-struct Packet {
-  std::uint64_t message = 0;     // message (transfer) this packet belongs to
-  std::uint32_t src = 0;         // source host index
-  std::uint32_t dst = 0;         // destination host index
-  std::uint32_t payload = 0;     // application bytes carried
-  std::uint32_t wire_bytes = 0;  // bytes serialized on a link: payload + all per-packet overhead
+enum class PacketKind : std::uint8_t {
+  kData,   // RDMA write/send payload
+  kAck,    // RoCE/IB ACK: psn = highest in-order PSN received
+  kNak,    // sequence-error NAK: psn = PSN expected (go back to it)
+  kCnp,    // DCQCN congestion notification packet
+  kPause,  // 802.1Qbb PFC frame for one priority; quanta in `psn` (0 = XON)
 };
 
-// Something that accepts packets (a host's receive path, a switch's ingress).
+struct Packet {
+  std::uint64_t message = 0;     // message / queue pair this packet belongs to
+  std::uint32_t src = 0;         // source endpoint
+  std::uint32_t dst = 0;         // destination endpoint
+  std::uint32_t payload = 0;     // application bytes carried
+  std::uint32_t wire_bytes = 0;  // bytes serialized: payload + all per-packet overhead
+  std::uint32_t psn = 0;         // packet sequence number (or pause quanta)
+  std::uint16_t ingress = 0;     // switch-local ingress port, set on arrival at a switch
+  std::uint8_t priority = 0;     // 802.1p / traffic class 0..7 (7 served first)
+  PacketKind kind = PacketKind::kData;
+  std::uint8_t charge = 0;  // which switch buffer pool holds it (MMU bookkeeping)
+  bool ecn = false;         // congestion experienced (CE) mark
+  bool last = false;        // last packet of its message
+};
+
+// Something that accepts packets: `ingress` is the receiver's local port the packet came in on.
 class PacketSink {
  public:
-  virtual void receive(Packet* p) = 0;
+  virtual void receive(Packet* p, std::uint16_t ingress) = 0;
 
  protected:
   ~PacketSink() = default;
-};
-
-// Something an idle egress port pulls its next packet from (a host's send path).
-class PacketSource {
- public:
-  virtual Packet* pull() = 0;
-
- protected:
-  ~PacketSource() = default;
 };
 
 }  // namespace fabricsim

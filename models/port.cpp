@@ -1,5 +1,6 @@
 #include "models/port.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 
 namespace fabricsim {
@@ -8,31 +9,51 @@ EgressPort::EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& n
                        const PortConfig& cfg)
     : sim_(sim),
       pool_(pool),
+      name_(name),
       cfg_(cfg),
       tx_done_(sim.bind<&EgressPort::on_tx_done>(*this)),
       arrival_(sim.bind<&EgressPort::on_arrival>(*this)),
+      pause_expiry_(sim.bind<&EgressPort::on_pause_expiry>(*this)),
       queue_gauge_(sim.probes().gauge(name + ".queue_bytes")),
       tx_packets_(sim.probes().counter(name + ".tx_packets")),
-      tx_bytes_(sim.probes().counter(name + ".tx_bytes")),
-      drops_(sim.probes().counter(name + ".drop_packets")),
-      drop_bytes_(sim.probes().counter(name + ".drop_bytes")) {}
+      tx_bytes_(sim.probes().counter(name + ".tx_bytes")) {
+  for (int p = 0; p < kPriorities; ++p) {
+    if ((cfg.lossless >> p & 1) == 0) continue;
+    tx_pause_[p] = &sim.probes().counter(fmt::format("{}.tx_prio{}_pause", name, p));
+    rx_pause_[p] = &sim.probes().counter(fmt::format("{}.rx_prio{}_pause", name, p));
+    rx_pause_duration_ns_[p] =
+        &sim.probes().counter(fmt::format("{}.rx_prio{}_pause_duration_ns", name, p));
+  }
+}
+
+void EgressPort::account(Packet* p, bool added) {
+  const Bytes size(p->wire_bytes);
+  if (added) {
+    queued_[p->priority] += size;
+    total_queued_ += size;
+    peak_queued_ = std::max(peak_queued_, total_queued_);
+  } else {
+    queued_[p->priority] -= size;
+    total_queued_ -= size;
+  }
+  queue_gauge_.set(static_cast<double>(total_queued_.count()));
+}
 
 void EgressPort::enqueue(Packet* p) {
-  if (!transmitting_ && queue_.empty()) {
-    start_transmission(p);
-    return;
-  }
-  const Bytes size(p->wire_bytes);
-  if (queued_ + size > cfg_.capacity) {
-    drops_.add();
-    drop_bytes_.add(p->wire_bytes);
-    pool_.release(p);
-    return;
-  }
-  queue_.push_back(p);
-  queued_ += size;
-  peak_queued_ = std::max(peak_queued_, queued_);
-  queue_gauge_.set(static_cast<double>(queued_.count()));
+  queues_[p->priority].push_back(p);
+  account(p, true);
+  if (!transmitting_) kick();
+}
+
+void EgressPort::send_pause(std::uint8_t priority, std::uint16_t quanta) {
+  Packet* p = pool_.acquire();
+  p->kind = PacketKind::kPause;
+  p->priority = priority;
+  p->psn = quanta;
+  p->wire_bytes = static_cast<std::uint32_t>(kPauseFrameWireBytes.count());
+  control_.push_back(p);
+  if (tx_pause_[priority] != nullptr) tx_pause_[priority]->add();
+  if (!transmitting_) kick();
 }
 
 void EgressPort::kick() {
@@ -41,14 +62,21 @@ void EgressPort::kick() {
 }
 
 Packet* EgressPort::next_packet() {
-  if (!queue_.empty()) {
-    Packet* p = queue_.front();
-    queue_.pop_front();
-    queued_ -= Bytes(p->wire_bytes);
-    queue_gauge_.set(static_cast<double>(queued_.count()));
+  if (!control_.empty()) {
+    Packet* p = control_.front();
+    control_.pop_front();
     return p;
   }
-  return source_ != nullptr ? source_->pull() : nullptr;
+  for (int prio = kPriorities - 1; prio >= 0; --prio) {
+    auto& q = queues_[prio];
+    if (q.empty() || paused(static_cast<std::uint8_t>(prio))) continue;
+    Packet* p = q.front();
+    q.pop_front();
+    account(p, false);
+    if (owner_ != nullptr) owner_->on_dequeue(*this, *p);
+    return p;
+  }
+  return owner_ != nullptr ? owner_->pull(*this) : nullptr;
 }
 
 void EgressPort::start_transmission(Packet* p) {
@@ -63,14 +91,48 @@ void EgressPort::start_transmission(Packet* p) {
 
 void EgressPort::on_tx_done(std::uint64_t) {
   transmitting_ = false;
-  if (Packet* p = next_packet()) start_transmission(p);
+  kick();
 }
 
 void EgressPort::on_arrival(std::uint64_t) {
   Packet* p = wire_.front().packet;
   wire_.pop_front();
   if (!wire_.empty()) sim_.schedule_at(wire_.front().arrival, arrival_);
-  sink_->receive(p);
+  if (p->kind == PacketKind::kPause) {
+    // A PFC frame is consumed by the receiving MAC and pauses its transmitter on this cable.
+    reverse_->apply_pause(p->priority, static_cast<std::uint16_t>(p->psn));
+    pool_.release(p);
+    return;
+  }
+  sink_->receive(p, far_port_);
+}
+
+void EgressPort::apply_pause(std::uint8_t priority, std::uint16_t quanta) {
+  const Time now = sim_.now();
+  const bool was_paused = paused(priority);
+  if (rx_pause_[priority] != nullptr) rx_pause_[priority]->add();
+  if (was_paused && rx_pause_duration_ns_[priority] != nullptr)
+    rx_pause_duration_ns_[priority]->add(
+        static_cast<std::uint64_t>((now - pause_started_[priority]).ps() / 1000));
+  sim_.cancel(pause_timer_[priority]);
+  if (quanta == 0) {
+    paused_until_[priority] = now;
+    kick();
+    return;
+  }
+  // One quantum is 512 bit times at this link's rate: 64 bytes' serialization time.
+  paused_until_[priority] = now + tx_time(Bytes(64LL * quanta), cfg_.rate);
+  pause_started_[priority] = now;
+  pause_timer_[priority] =
+      sim_.schedule_cancellable_at(paused_until_[priority], pause_expiry_, priority);
+}
+
+void EgressPort::on_pause_expiry(std::uint64_t priority) {
+  const auto prio = static_cast<std::uint8_t>(priority);
+  if (rx_pause_duration_ns_[prio] != nullptr)
+    rx_pause_duration_ns_[prio]->add(
+        static_cast<std::uint64_t>((sim_.now() - pause_started_[prio]).ps() / 1000));
+  kick();
 }
 
 }  // namespace fabricsim

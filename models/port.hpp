@@ -1,17 +1,21 @@
 #pragma once
-// An egress port: a drop-tail FIFO queue feeding one unidirectional link.
+// An egress port: eight priority queues feeding one direction of a full-duplex link.
 //
 // Link model: a packet of w wire bytes occupies the transmitter for tx_time(w, rate) (exact,
-// sim/units.hpp) and arrives at the far end `latency` after its last bit left (propagation
-// plus the receiver's fixed forwarding latency). Packets on the wire are kept in FIFO order
-// with their arrival times; since latency is constant they arrive in order, so only the head
-// arrival is scheduled: a port has at most two pending events (transmit done, next arrival),
-// however many packets are queued or in flight.
+// sim/units.hpp) and arrives at the far end `latency` after its last bit left. Arrivals over a
+// constant-latency link are FIFO, so only the head arrival is scheduled: a port has at most
+// three pending events (transmission done, next arrival, pause expiry) however many packets
+// are queued or in flight.
 //
-// Queue: holds at most `capacity` bytes of waiting packets (the packet on the transmitter is
-// not counted); a packet that does not fit is dropped and counted. When the queue is empty the
-// port pulls from its PacketSource, if any, so senders need not queue whole messages.
+// Scheduling: PFC frames first (they are never paused), then strict priority, 7 highest. A
+// priority paused by the far end is skipped; the packet already on the wire completes. When
+// no queue has an eligible packet the port asks its owner (a NIC) for one.
+//
+// PFC (802.1Qbb): a received pause frame for priority p with q quanta stops p for q x 512 bit
+// times at this link's rate; q = 0 resumes at once; a refresh extends the pause. Admission
+// (buffers) is the owner's business: the port queues what it is given.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -25,55 +29,102 @@ namespace fabricsim {
 struct PortConfig {
   Bandwidth rate{};
   Time latency{};
-  Bytes capacity = Bytes(std::numeric_limits<Bytes::rep>::max());
+  std::uint8_t lossless = 0;  // bitmask of PFC-enabled priorities (named counters for these)
 };
+
+class EgressPort;
+
+// The node that owns a port: hands it packets when it is idle (NICs) and learns when a packet
+// leaves a queue (switch buffer release, ECN marking).
+class PortOwner {
+ public:
+  virtual Packet* pull(EgressPort&) { return nullptr; }
+  virtual void on_dequeue(EgressPort&, Packet&) {}
+
+ protected:
+  ~PortOwner() = default;
+};
+
+// Wire size of a PFC frame: 64 B minimum frame + 8 B preamble + 12 B inter-frame gap.
+inline constexpr Bytes kPauseFrameWireBytes{84};
 
 class EgressPort {
  public:
+  static constexpr int kPriorities = 8;
+
   EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& name, const PortConfig& cfg);
   EgressPort(const EgressPort&) = delete;
   EgressPort& operator=(const EgressPort&) = delete;
 
-  void connect(PacketSink* far_end) { sink_ = far_end; }
-  void set_source(PacketSource* source) { source_ = source; }
+  // Wiring: the receiving node, its local index for this link, and the port of the same cable
+  // that sends the other way (PFC frames that arrive here pause that one).
+  void connect(PacketSink* far_end, std::uint16_t far_port) {
+    sink_ = far_end;
+    far_port_ = far_port;
+  }
+  void set_reverse(EgressPort* reverse) { reverse_ = reverse; }
+  void set_owner(PortOwner* owner) { owner_ = owner; }
   const PortConfig& config() const { return cfg_; }
+  const std::string& name() const { return name_; }
 
-  // Queues a packet (or drops it when the queue is full).
   void enqueue(Packet* p);
-  // Tells an idle port that its source may have packets now.
+  // Sends a PFC frame for `priority` (quanta 0 = XON) ahead of all queued data.
+  void send_pause(std::uint8_t priority, std::uint16_t quanta);
+  // Tells an idle port that its owner may have packets now.
   void kick();
-  Bytes queued() const { return queued_; }
+
+  bool paused(std::uint8_t priority) const { return paused_until_[priority] > sim_.now(); }
+  // True while the far end holds `priority` paused (for deadlock detection).
+  Time paused_until(std::uint8_t priority) const { return paused_until_[priority]; }
+  Bytes queued(std::uint8_t priority) const { return queued_[priority]; }
+  Bytes queued_total() const { return total_queued_; }
   Bytes peak_queued() const { return peak_queued_; }
   std::uint64_t tx_bytes() const { return tx_bytes_.value; }
+  const std::deque<Packet*>& queue(std::uint8_t priority) const { return queues_[priority]; }
+  EgressPort* reverse() const { return reverse_; }
+  PacketSink* far_end() const { return sink_; }
 
  private:
   void start_transmission(Packet* p);
   void on_tx_done(std::uint64_t);
   void on_arrival(std::uint64_t);
+  void on_pause_expiry(std::uint64_t);
+  void apply_pause(std::uint8_t priority, std::uint16_t quanta);
   Packet* next_packet();
+  void account(Packet* p, bool added);
 
   struct InFlight {
-    Time arrival{};
+    Time arrival;
     Packet* packet;
   };
 
   Simulation& sim_;
   Pool<Packet>& pool_;
+  std::string name_;
   PortConfig cfg_;
   PacketSink* sink_ = nullptr;
-  PacketSource* source_ = nullptr;
-  HandlerId tx_done_;
-  HandlerId arrival_;
+  std::uint16_t far_port_ = 0;
+  EgressPort* reverse_ = nullptr;
+  PortOwner* owner_ = nullptr;
+  HandlerId tx_done_, arrival_, pause_expiry_;
   bool transmitting_ = false;
-  std::deque<Packet*> queue_;
-  std::deque<InFlight> wire_;
-  Bytes queued_{0};
+  std::deque<Packet*> control_;
+  std::array<std::deque<Packet*>, kPriorities> queues_;
+  std::array<Bytes, kPriorities> queued_{};
+  std::array<Time, kPriorities> paused_until_{};
+  std::array<Time, kPriorities> pause_started_{};
+  std::array<EventHandle, kPriorities> pause_timer_{};
+  Bytes total_queued_{0};
   Bytes peak_queued_{0};
+  std::deque<InFlight> wire_;
   Gauge& queue_gauge_;
   Counter& tx_packets_;
   Counter& tx_bytes_;
-  Counter& drops_;
-  Counter& drop_bytes_;
+  // ethtool -S style, per lossless priority p: tx_prio<p>_pause (frames sent out this port),
+  // rx_prio<p>_pause (frames received on this link, pausing this port), and the time paused.
+  std::array<Counter*, kPriorities> tx_pause_{};
+  std::array<Counter*, kPriorities> rx_pause_{};
+  std::array<Counter*, kPriorities> rx_pause_duration_ns_{};
 };
 
 }  // namespace fabricsim

@@ -13,7 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/host.hpp"
+#include <vector>
+#include "models/message.hpp"
 #include "sim/rng.hpp"
 
 namespace fabricsim {

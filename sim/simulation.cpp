@@ -34,6 +34,7 @@ bool Simulation::cancel(EventHandle handle) {
   Slot& s = slots_[handle.slot];
   if (s.generation != handle.generation || !s.live) return false;
   s.live = false;
+  ++cancelled_pending_;
   return true;
 }
 
@@ -41,7 +42,7 @@ StopReason Simulation::run_until(Time limit) {
   stop_requested_ = false;
   Event e;
   std::uint64_t next_progress = events_processed_ + progress_every_;
-  while (queue_.pop_until(limit, e)) {
+  while (pending_events() > 0 && queue_.pop_until(limit, e)) {
     now_ = e.time;
     if (e.slot != 0) {
       // The slot is released when its event leaves the queue, so a handle can never refer
@@ -51,7 +52,10 @@ StopReason Simulation::run_until(Time limit) {
       s.live = false;
       ++s.generation;
       free_slots_.push_back(e.slot);
-      if (!live) continue;
+      if (!live) {
+        --cancelled_pending_;
+        continue;
+      }
     }
     ++events_processed_;
     const Handler& h = handlers_[e.handler];
@@ -63,7 +67,7 @@ StopReason Simulation::run_until(Time limit) {
     if (stop_requested_) [[unlikely]]
       return StopReason::kStopped;
   }
-  if (queue_.empty()) return StopReason::kIdle;
+  if (pending_events() == 0) return StopReason::kIdle;
   now_ = std::max(now_, limit);
   return StopReason::kTimeLimit;
 }

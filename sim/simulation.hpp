@@ -51,7 +51,8 @@ class Simulation {
 
   Time now() const { return now_; }
   std::uint64_t events_processed() const { return events_processed_; }
-  std::size_t pending_events() const { return queue_.size(); }
+  // Events that will still run (cancelled ones waiting to be discarded are not counted).
+  std::size_t pending_events() const { return queue_.size() - cancelled_pending_; }
   RngStreams& rng() { return rng_; }
   ProbeRegistry& probes() { return probes_; }
 
@@ -85,8 +86,9 @@ class Simulation {
   // O(1): marks the slot dead; the event is skipped when it reaches the front.
   bool cancel(EventHandle handle);
 
-  // Runs events with time <= limit. Returns why it stopped. Afterwards now() == limit when
-  // the limit was reached, so later schedule_in calls count from there.
+  // Runs events with time <= limit. Returns why it stopped: kIdle when no live event is left
+  // (cancelled events still queued do not count). Afterwards now() == limit when the limit was
+  // reached, so later schedule_in calls count from there.
   StopReason run_until(Time limit);
   StopReason run() { return run_until(Time::max()); }
   // Ends the current run after the event being handled.
@@ -122,6 +124,7 @@ class Simulation {
   Time now_ = Time::zero();
   std::uint64_t next_sequence_ = 0;
   std::uint64_t events_processed_ = 0;
+  std::size_t cancelled_pending_ = 0;
   bool stop_requested_ = false;
   ProgressFn progress_;
   std::uint64_t progress_every_ = 1 << 16;

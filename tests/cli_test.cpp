@@ -71,7 +71,7 @@ TEST(Cli, CheckAcceptsAValidScenarioAndRejectsABrokenOne) {
 
 TEST(Cli, CheckResolvedPrintsDefaultsAndOverrides) {
   const Outcome r =
-      cli({"check", kSource + "/tests/data/child.toml", "--resolved", "--set", "fabric.mtu=1KiB"});
+      cli({"check", kSource + "/tests/data/child.toml", "--resolved", "--set", "nic.mtu=1KiB"});
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("mtu = '1KiB'"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("header = '82B'"), std::string::npos) << r.out;  // a default

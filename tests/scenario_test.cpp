@@ -36,7 +36,7 @@ TEST(Scenario, DefaultScenarioLoadsWithItsValues) {
   EXPECT_EQ(s.name, "incast-8to1");
   EXPECT_EQ(s.cluster.hosts, 9u);
   EXPECT_EQ(s.cluster.fabric.link_rate, 100_Gbps);
-  EXPECT_EQ(s.network.port_buffer, 1_MiB);
+  EXPECT_EQ(s.network.buffer.buffer, 1_MiB);
   EXPECT_EQ(s.traffic.message_size, 2_MiB);
   EXPECT_EQ(s.simulation.sample_interval, 2_us);
 }
@@ -44,9 +44,9 @@ TEST(Scenario, DefaultScenarioLoadsWithItsValues) {
 TEST(Scenario, ExtendsMergesDeeplyWithTheChildWinning) {
   const Scenario s = load_scenario(kData + "child.toml");
   EXPECT_EQ(s.name, "child");
-  EXPECT_EQ(s.seed, 3u);                      // from base
-  EXPECT_EQ(s.cluster.hosts, 8u);             // child overrides
-  EXPECT_EQ(s.network.port_buffer, 256_KiB);  // base value in a table the child also writes
+  EXPECT_EQ(s.seed, 3u);                        // from base
+  EXPECT_EQ(s.cluster.hosts, 8u);               // child overrides
+  EXPECT_EQ(s.network.buffer.buffer, 256_KiB);  // base value in a table the child also writes
   EXPECT_EQ(s.traffic.pattern, TrafficPattern::kPermutation);
   EXPECT_EQ(s.traffic.messages_per_destination, 2u);
 }
@@ -81,13 +81,13 @@ TEST(Scenario, EveryProblemInABrokenFileIsReportedWithItsPosition) {
           f + ":7:9: fabric.hosts: must be between 2 and 1048576, got 0",
           f + ":8:13: fabric.link_rate: expected a quoted value with its unit, e.g. \"100Gbps\", "
               "got an integer 100",
-          f + ":9:15: fabric.port_buffer: expected a size such as \"64KiB\" (B, KB, MB, GB, TB, "
-              "KiB, MiB, GiB, TiB), got \"12 parsecs\": unknown unit \"parsecs\"",
-          f + ":10:7: fabric.mtu: must be greater than zero, got \"0B\"",
-          f + ":13:11: traffic.pattern: expected one of \"incast\", \"permutation\", "
+          f + ":17:11: traffic.pattern: expected one of \"incast\", \"permutation\", "
               "\"all-to-all\", got \"incats\"; did you mean \"incast\"?",
-          f + ":12:1: missing required key 'traffic.message_size' (written with its unit, e.g. "
+          f + ":16:1: missing required key 'traffic.message_size' (written with its unit, e.g. "
               "\"64KiB\")",
+          f + ":11:7: nic.mtu: must be greater than zero, got \"0B\"",
+          f + ":14:10: switch.buffer: expected a size such as \"64KiB\" (B, KB, MB, GB, TB, "
+              "KiB, MiB, GiB, TiB), got \"12 parsecs\": unknown unit \"parsecs\"",
       }));
 }
 
@@ -115,8 +115,6 @@ TEST(Scenario, MissingRequiredKeysAreNamed) {
   EXPECT_EQ(errors, (std::vector<std::string>{
                         "mem.toml:1:1: missing required key 'fabric.link_rate' (written with its "
                         "unit, e.g. \"100Gbps\")",
-                        "mem.toml:1:1: missing required key 'fabric.port_buffer' (written with its "
-                        "unit, e.g. \"64KiB\")",
                         "mem.toml: missing required key 'traffic.message_size' (written with its "
                         "unit, e.g. \"64KiB\")",
                     }));

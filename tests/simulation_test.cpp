@@ -119,6 +119,19 @@ TEST(Simulation, CancelledEventsNeverRunAndCancelAfterRunIsANoOp) {
   EXPECT_EQ(r.seen.back().second, 3u);
 }
 
+TEST(Simulation, OnlyCancelledEventsLeftMeansIdle) {
+  Simulation sim;
+  Recorder r{sim, {}};
+  const HandlerId h = sim.bind<&Recorder::on>(r);
+  sim.schedule_at(1_us, h, 1);
+  const EventHandle far = sim.schedule_cancellable_at(1_s, h, 2);
+  sim.cancel(far);
+  EXPECT_EQ(sim.pending_events(), 1u);
+  EXPECT_EQ(sim.run_until(2_s), StopReason::kIdle);
+  EXPECT_EQ(sim.now(), 1_us);  // time does not jump to the cancelled event or the limit
+  EXPECT_EQ(r.seen.size(), 1u);
+}
+
 TEST(Simulation, RunUntilStopsAtTheLimitAndLaterEventsCanStillBeScheduledBeforeThem) {
   Simulation sim;
   Recorder r{sim, {}};

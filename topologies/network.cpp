@@ -1,54 +1,80 @@
 #include "topologies/network.hpp"
 
+#include <map>
+
 namespace fabricsim {
 
 PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routing& routing,
                              const NetworkParams& params)
     : routing_(routing), params_(params) {
   const auto& g = topo.graph();
+  const std::uint8_t lossless = params.buffer.pfc ? params.buffer.lossless : 0;
   std::vector<std::int32_t> switch_of_vertex(boost::num_vertices(g), -1);
   for (std::size_t s = 0; s < routing.switch_count(); ++s) {
     const Vertex v = routing.switch_vertex(s);
     switch_of_vertex[v] = static_cast<std::int32_t>(s);
-    switches_.push_back(
-        std::make_unique<Switch>(sim, pool_, g[v].name, static_cast<std::uint32_t>(s), *this));
+    switches_.push_back(std::make_unique<Switch>(
+        sim, pool_, g[v].name, static_cast<std::uint32_t>(s), *this, params.buffer));
   }
   std::vector<std::int32_t> endpoint_of_vertex(boost::num_vertices(g), -1);
   for (std::size_t e = 0; e < routing.endpoint_count(); ++e) {
     endpoint_of_vertex[topo.endpoints()[e]] = static_cast<std::int32_t>(e);
     const LinkInfo& link = g[routing.endpoint_link(e)];
-    const PortConfig nic{.rate = link.rate, .latency = link.latency + params.switch_latency};
-    hosts_.push_back(std::make_unique<Host>(sim, pool_, messages_, static_cast<std::uint32_t>(e),
-                                            g[topo.endpoints()[e]].name, params.format, nic));
-    hosts_.back()->nic().connect(switches_[routing.endpoint_switch(e)].get());
+    const PortConfig port{
+        .rate = link.rate, .latency = link.latency + params.switch_latency, .lossless = lossless};
+    nics_.push_back(std::make_unique<RdmaNic>(sim, pool_, messages_, qps_, errors_,
+                                              static_cast<std::uint32_t>(e),
+                                              g[topo.endpoints()[e]].name, params.nic, port));
   }
+  // Both directions of every cable: (switch, port) at each end, keyed by the link's properties.
+  std::map<const LinkInfo*, std::vector<std::pair<std::size_t, std::uint16_t>>> ends;
   for (std::size_t s = 0; s < routing.switch_count(); ++s) {
-    for (const auto& port : routing.ports(s)) {
+    for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
+      const auto& port = routing.ports(s)[p];
       const LinkInfo& link = g[port.edge];
       const std::int32_t peer_switch = switch_of_vertex[port.peer];
-      const PortConfig cfg{
-          .rate = link.rate,
-          .latency = link.latency + (peer_switch >= 0 ? params.switch_latency : Time::zero()),
-          .capacity = params.port_buffer};
-      EgressPort& egress = switches_[s]->add_port(cfg);
+      switches_[s]->add_port(
+          {.rate = link.rate,
+           .latency = link.latency + (peer_switch >= 0 ? params.switch_latency : Time::zero()),
+           .lossless = lossless});
+      ends[&link].emplace_back(s, static_cast<std::uint16_t>(p));
+    }
+  }
+  for (auto& sw : switches_) sw->seal();
+  for (std::size_t s = 0; s < routing.switch_count(); ++s) {
+    for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
+      const auto& port = routing.ports(s)[p];
+      EgressPort& out = switches_[s]->port(p);
+      const std::int32_t peer_switch = switch_of_vertex[port.peer];
       if (peer_switch >= 0) {
-        egress.connect(switches_[peer_switch].get());
+        for (const auto& [t, q] : ends[&g[port.edge]]) {
+          if (t == s && q == p) continue;
+          out.connect(switches_[t].get(), q);
+          out.set_reverse(&switches_[t]->port(q));
+        }
       } else {
-        egress.connect(hosts_[endpoint_of_vertex[port.peer]].get());
+        RdmaNic& nic = *nics_[endpoint_of_vertex[port.peer]];
+        out.connect(&nic, 0);
+        out.set_reverse(&nic.port());
+        nic.port().connect(switches_[s].get(), static_cast<std::uint16_t>(p));
+        nic.port().set_reverse(&out);
       }
     }
   }
 }
 
 std::uint16_t PacketNetwork::egress(std::uint32_t switch_index, const Packet& p) {
-  const std::uint64_t flow =
-      params_.path_selection == PathSelection::kSpray ? spray_counter_++ : p.message;
+  // Flow identity: the message (queue pair) and direction; control packets follow their QP.
+  const std::uint64_t flow = params_.path_selection == PathSelection::kSpray
+                                 ? spray_counter_++
+                                 : (p.message << 1) | (p.kind == PacketKind::kData ? 0 : 1);
   return routing_.select(switch_index, p.dst, flow, params_.path_selection);
 }
 
 void PacketNetwork::start_messages() {
+  qps_.assign(messages_.size(), QueuePair{});
   for (std::size_t id = 0; id < messages_.size(); ++id)
-    hosts_[messages_[id].src]->schedule_message(id);
+    nics_[messages_[id].src]->schedule_message(id);
 }
 
 }  // namespace fabricsim

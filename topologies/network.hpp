@@ -1,7 +1,8 @@
 #pragma once
-// The packet-level network of a topology: one Host per endpoint, one Switch per network switch,
-// one EgressPort per direction of every network link, wired as the graph says and forwarding
-// by the compiled routing tables.
+// The packet-level network of a topology: one RDMA NIC per endpoint, one Switch per network
+// switch, one EgressPort per direction of every network link, wired as the graph says
+// (including which port of the same cable sends back, for PFC) and forwarding by the compiled
+// routing tables.
 //
 // Latency of a hop = cable propagation (from the link's length) + the fixed forwarding latency
 // of the switch the packet enters (folded into the hop that leads into the switch: a constant
@@ -10,15 +11,16 @@
 #include <memory>
 #include <vector>
 
-#include "models/host.hpp"
+#include "models/rdma.hpp"
+#include "models/switch.hpp"
 #include "topologies/routing.hpp"
 
 namespace fabricsim {
 
 struct NetworkParams {
   Time switch_latency{};
-  Bytes port_buffer{};  // per switch egress queue
-  PacketFormat format{};
+  BufferConfig buffer{};
+  RdmaConfig nic{};
   PathSelection path_selection = PathSelection::kHash;
 };
 
@@ -29,14 +31,17 @@ class PacketNetwork final : public Forwarding {
   PacketNetwork(const PacketNetwork&) = delete;
   PacketNetwork& operator=(const PacketNetwork&) = delete;
 
-  Host& host(std::size_t endpoint) { return *hosts_[endpoint]; }
-  std::size_t host_count() const { return hosts_.size(); }
+  RdmaNic& nic(std::size_t endpoint) { return *nics_[endpoint]; }
+  std::size_t nic_count() const { return nics_.size(); }
   Switch& network_switch(std::size_t s) { return *switches_[s]; }
+  const Switch& network_switch(std::size_t s) const { return *switches_[s]; }
   std::size_t switch_count() const { return switches_.size(); }
   // The message log: add messages, then start_messages() schedules every one.
   std::vector<Message>& messages() { return messages_; }
   void start_messages();
+  const std::vector<TransportError>& errors() const { return errors_; }
   const Pool<Packet>& packet_pool() const { return pool_; }
+  const Routing& routing() const { return routing_; }
 
   std::uint16_t egress(std::uint32_t switch_index, const Packet& p) override;
 
@@ -45,8 +50,10 @@ class PacketNetwork final : public Forwarding {
   NetworkParams params_;
   Pool<Packet> pool_;
   std::vector<Message> messages_;
+  std::vector<QueuePair> qps_;
+  std::vector<TransportError> errors_;
   std::vector<std::unique_ptr<Switch>> switches_;
-  std::vector<std::unique_ptr<Host>> hosts_;
+  std::vector<std::unique_ptr<RdmaNic>> nics_;
   std::uint64_t spray_counter_ = 0;
 };
 

@@ -1,0 +1,343 @@
+#include "models/rdma.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+
+namespace fabricsim {
+
+namespace {
+constexpr std::uint64_t kGenerationMask = (1u << 22) - 1;
+}
+
+RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, std::vector<Message>& log,
+                 std::vector<QueuePair>& qps, std::vector<TransportError>& errors,
+                 std::uint32_t index, const std::string& name, const RdmaConfig& cfg,
+                 const PortConfig& port)
+    : sim_(sim),
+      pool_(pool),
+      log_(log),
+      qps_(qps),
+      errors_(errors),
+      index_(index),
+      name_(name),
+      cfg_(cfg),
+      line_bps_(static_cast<double>(port.rate.bps())),
+      port_(sim, pool, name + ".nic", port),
+      start_(sim.bind<&RdmaNic::on_message_start>(*this)),
+      wakeup_(sim.bind<&RdmaNic::on_wakeup>(*this)),
+      timer_(sim.bind<&RdmaNic::on_timer>(*this)),
+      rx_bytes_(sim.probes().counter(name + ".rx_payload_bytes")),
+      rx_messages_(sim.probes().counter(name + ".rx_messages")),
+      retransmitted_(sim.probes().counter(name + ".retransmitted_packets")),
+      timeouts_(sim.probes().counter(name + ".ack_timeouts")),
+      naks_sent_(sim.probes().counter(name + ".nak_sent")),
+      cnps_sent_(sim.probes().counter(name + ".cnp_sent")),
+      cnps_received_(sim.probes().counter(name + ".cnp_received")),
+      qp_errors_(sim.probes().counter(name + ".qp_errors")) {
+  port_.set_owner(this);
+}
+
+Time RdmaNic::rto() const {
+  // IBA 12.7.34: 4.096 us x 2^timeout; 0 means infinite.
+  if (cfg_.ib_timeout <= 0 || cfg_.ib_timeout >= 32) return Time::max();
+  return Time::from_ps(4'096'000LL << cfg_.ib_timeout);
+}
+
+void RdmaNic::schedule_message(std::uint64_t id) {
+  const Message& m = log_[id];
+  QueuePair& qp = qps_[id];
+  const auto mtu = cfg_.format.mtu.count();
+  qp.packets =
+      static_cast<std::uint32_t>(std::max<Bytes::rep>(1, (m.size.count() + mtu - 1) / mtu));
+  set_rate(qp, line_bps_);
+  qp.target_bps = line_bps_;
+  qp.rate_gauge = &sim_.probes().gauge(fmt::format("{}.qp{}.rate_gbps", name_, id));
+  qp.rate_gauge->set(line_bps_ * 1e-9);
+  sim_.schedule_at(m.start, start_, id);
+}
+
+void RdmaNic::set_rate(QueuePair& qp, double bps) {
+  qp.rate_bps = bps;
+  if (qp.rate_gauge != nullptr) qp.rate_gauge->set(bps * 1e-9);
+}
+
+void RdmaNic::on_message_start(std::uint64_t id) {
+  QueuePair& qp = qps_[id];
+  qp.active = true;
+  qp.last_progress = sim_.now();
+  active_.push_back(id);
+  port_.kick();
+}
+
+Packet* RdmaNic::pull(EgressPort& port) {
+  if (port.paused(cfg_.priority) || active_.empty()) return nullptr;
+  const Time now = sim_.now();
+  Time earliest = Time::max();
+  const std::size_t n = active_.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t slot = (round_robin_ + k) % n;
+    const std::uint64_t id = active_[slot];
+    QueuePair& qp = qps_[id];
+    if (qp.next_psn >= qp.packets) continue;  // all sent, waiting for ACKs
+    if (qp.next_send > now) {
+      earliest = std::min(earliest, qp.next_send);
+      continue;
+    }
+    round_robin_ = slot + 1;
+    const Message& m = log_[id];
+    const auto mtu = cfg_.format.mtu.count();
+    const Bytes::rep offset = static_cast<Bytes::rep>(qp.next_psn) * mtu;
+    const Bytes::rep payload = std::min<Bytes::rep>(mtu, m.size.count() - offset);
+    Packet* p = pool_.acquire();
+    p->kind = PacketKind::kData;
+    p->message = id;
+    p->src = index_;
+    p->dst = m.dst;
+    p->psn = qp.next_psn;
+    p->payload = static_cast<std::uint32_t>(payload);
+    p->wire_bytes = static_cast<std::uint32_t>(payload + cfg_.format.header.count());
+    p->priority = cfg_.priority;
+    p->last = qp.next_psn + 1 == qp.packets;
+    if (qp.next_psn == qp.una && rto() != Time::max()) {
+      // First packet outstanding: the ACK timer starts now.
+      qp.last_progress = now;
+      arm_rto(id, now + rto());
+    }
+    ++qp.next_psn;
+    // Pacing at RC: the next packet of this QP may start wire_bytes / RC from now.
+    if (qp.rate_bps < line_bps_)
+      qp.next_send =
+          now +
+          Time::from_ps(static_cast<Time::rep>(std::ceil(p->wire_bytes * 8e12 / qp.rate_bps)));
+    return p;
+  }
+  if (earliest != Time::max() && earliest < wakeup_at_) {
+    wakeup_at_ = earliest;
+    sim_.schedule_at(earliest, wakeup_, ++wakeup_generation_);
+  }
+  return nullptr;
+}
+
+void RdmaNic::on_wakeup(std::uint64_t generation) {
+  if (generation != wakeup_generation_) return;
+  wakeup_at_ = Time::max();
+  port_.kick();
+}
+
+void RdmaNic::schedule_timer(std::uint64_t id, Timer kind, std::uint32_t generation, Time at) {
+  sim_.schedule_at(at, timer_, (id << 24) | (kind << 22) | (generation & kGenerationMask));
+}
+
+void RdmaNic::arm_rto(std::uint64_t id, Time at) {
+  QueuePair& qp = qps_[id];
+  sim_.cancel(qp.rto_timer);
+  qp.rto_timer = sim_.schedule_cancellable_at(at, timer_, (id << 24) | (std::uint64_t{kRto} << 22));
+}
+
+void RdmaNic::send_control(PacketKind kind, std::uint64_t message, std::uint32_t dst,
+                           std::uint32_t psn) {
+  Packet* p = pool_.acquire();
+  p->kind = kind;
+  p->message = message;
+  p->src = index_;
+  p->dst = dst;
+  p->psn = psn;
+  p->wire_bytes = static_cast<std::uint32_t>(cfg_.control_bytes.count());
+  p->priority = kind == PacketKind::kCnp ? cfg_.cnp_priority : cfg_.priority;
+  port_.enqueue(p);
+}
+
+void RdmaNic::receive(Packet* p, std::uint16_t) {
+  switch (p->kind) {
+    case PacketKind::kData:
+      on_data(p);
+      break;
+    case PacketKind::kAck:
+      on_ack(p->message, p->psn);
+      break;
+    case PacketKind::kNak:
+      on_nak(p->message, p->psn);
+      break;
+    case PacketKind::kCnp:
+      on_cnp(p->message);
+      break;
+    case PacketKind::kPause:
+      break;  // consumed by the port
+  }
+  pool_.release(p);
+}
+
+void RdmaNic::on_data(Packet* p) {
+  QueuePair& qp = qps_[p->message];
+  Message& m = log_[p->message];
+  const Time now = sim_.now();
+  if (p->ecn) {
+    if (qp.last_cnp == Time::max() || now - qp.last_cnp >= cfg_.dcqcn.min_time_between_cnps) {
+      qp.last_cnp = now;
+      cnps_sent_.add();
+      send_control(PacketKind::kCnp, p->message, p->src, 0);
+    }
+  }
+  if (p->psn == qp.expected) {
+    ++qp.expected;
+    qp.nak_sent = false;
+    m.received += Bytes(p->payload);
+    rx_bytes_.add(p->payload);
+    if (p->last) {
+      m.finish = now;
+      rx_messages_.add();
+    }
+    if (p->last || qp.expected % static_cast<std::uint32_t>(cfg_.ack_interval) == 0)
+      send_control(PacketKind::kAck, p->message, p->src, p->psn);
+  } else if (p->psn > qp.expected) {
+    if (!qp.nak_sent) {
+      qp.nak_sent = true;
+      naks_sent_.add();
+      send_control(PacketKind::kNak, p->message, p->src, qp.expected);
+    }
+  } else if (qp.expected > 0) {
+    send_control(PacketKind::kAck, p->message, p->src, qp.expected - 1);  // duplicate
+  }
+}
+
+void RdmaNic::on_ack(std::uint64_t id, std::uint32_t psn) {
+  QueuePair& qp = qps_[id];
+  if (!qp.active || psn + 1 <= qp.una) return;
+  qp.una = psn + 1;
+  qp.next_psn = std::max(qp.next_psn, qp.una);
+  qp.retries = 0;
+  qp.last_progress = sim_.now();
+  if (qp.una >= qp.packets) {
+    finish_sender(id);
+    return;
+  }
+  if (rto() != Time::max()) arm_rto(id, qp.last_progress + rto());
+}
+
+void RdmaNic::on_nak(std::uint64_t id, std::uint32_t psn) {
+  QueuePair& qp = qps_[id];
+  if (!qp.active || psn < qp.una) return;
+  if (psn > qp.una) {
+    qp.una = psn;
+    qp.retries = 0;
+  }
+  qp.last_progress = sim_.now();
+  retry(id, "sequence error NAK");
+}
+
+void RdmaNic::retry(std::uint64_t id, const char* why) {
+  QueuePair& qp = qps_[id];
+  if (++qp.retries > cfg_.ib_retry_cnt) {
+    const Message& m = log_[id];
+    log_[id].failed = true;
+    qp_errors_.add();
+    errors_.push_back(
+        {sim_.now(), id,
+         fmt::format("{}: ibv_poll_cq error 12 (transport retry counter exceeded) on the QP "
+                     "of message {} to endpoint {} after {} retries ({}), {} of {} packets "
+                     "acknowledged",
+                     name_, id, m.dst, cfg_.ib_retry_cnt, why, qp.una, qp.packets)});
+    finish_sender(id);
+    return;
+  }
+  retransmitted_.add(qp.next_psn - qp.una);
+  qp.next_psn = qp.una;  // go-back-N
+  qp.next_send = sim_.now();
+  if (rto() != Time::max()) arm_rto(id, sim_.now() + rto());
+  port_.kick();
+}
+
+void RdmaNic::finish_sender(std::uint64_t id) {
+  QueuePair& qp = qps_[id];
+  qp.active = false;
+  ++qp.cc_generation;
+  ++qp.increase_generation;
+  sim_.cancel(qp.rto_timer);
+  const auto it = std::find(active_.begin(), active_.end(), id);
+  if (it != active_.end()) {
+    const auto pos = static_cast<std::size_t>(it - active_.begin());
+    active_.erase(it);
+    if (round_robin_ > pos) --round_robin_;
+  }
+}
+
+void RdmaNic::on_cnp(std::uint64_t id) {
+  QueuePair& qp = qps_[id];
+  cnps_received_.add();
+  if (!cfg_.dcqcn.enabled || !qp.active) return;
+  const DcqcnConfig& d = cfg_.dcqcn;
+  qp.cnp_in_alpha_window = qp.cnp_in_decrease_window = true;
+  if (qp.cc_active) return;
+  qp.cc_active = true;
+  qp.alpha = d.initial_alpha;
+  qp.stage = 0;
+  const double first = d.rate_to_set_on_first_cnp.bps() > 0
+                           ? static_cast<double>(d.rate_to_set_on_first_cnp.bps())
+                           : qp.rate_bps;
+  set_rate(qp, first);
+  qp.target_bps = first;
+  const std::uint32_t g = ++qp.cc_generation;
+  schedule_timer(id, kAlpha, g, sim_.now() + d.dce_tcp_rtt);
+  schedule_timer(id, kDecrease, g, sim_.now() + d.rate_reduce_monitor_period);
+  schedule_timer(id, kIncrease, ++qp.increase_generation, sim_.now() + d.rpg_time_reset);
+}
+
+void RdmaNic::on_timer(std::uint64_t payload) {
+  const std::uint64_t id = payload >> 24;
+  const auto kind = static_cast<Timer>((payload >> 22) & 3);
+  const auto generation = static_cast<std::uint32_t>(payload & kGenerationMask);
+  QueuePair& qp = qps_[id];
+  const DcqcnConfig& d = cfg_.dcqcn;
+  const Time now = sim_.now();
+  switch (kind) {
+    case kRto: {
+      if (!qp.active) return;
+      timeouts_.add();
+      retry(id, "local ACK timeout");
+      return;
+    }
+    case kAlpha:
+      if (generation != (qp.cc_generation & kGenerationMask)) return;
+      qp.alpha = (1 - d.dce_tcp_g) * qp.alpha + (qp.cnp_in_alpha_window ? d.dce_tcp_g : 0.0);
+      qp.cnp_in_alpha_window = false;
+      schedule_timer(id, kAlpha, generation, now + d.dce_tcp_rtt);
+      return;
+    case kDecrease:
+      if (generation != (qp.cc_generation & kGenerationMask)) return;
+      if (qp.cnp_in_decrease_window) {
+        if (d.clamp_tgt_rate || qp.stage != 0) qp.target_bps = qp.rate_bps;
+        set_rate(qp, std::max(static_cast<double>(d.rpg_min_rate.bps()),
+                              qp.rate_bps * (1 - qp.alpha / 2)));
+        qp.stage = 0;
+        qp.cnp_in_decrease_window = false;
+        schedule_timer(id, kIncrease, ++qp.increase_generation, now + d.rpg_time_reset);
+      }
+      schedule_timer(id, kDecrease, generation, now + d.rate_reduce_monitor_period);
+      return;
+    case kIncrease: {
+      if (generation != (qp.increase_generation & kGenerationMask)) return;
+      if (qp.stage == d.rpg_threshold) {
+        qp.target_bps =
+            std::min(line_bps_, qp.target_bps + static_cast<double>(d.rpg_ai_rate.bps()));
+      } else if (qp.stage > d.rpg_threshold) {
+        qp.target_bps =
+            std::min(line_bps_, qp.target_bps + static_cast<double>(d.rpg_hai_rate.bps()));
+      }
+      set_rate(qp, std::min(line_bps_, (qp.target_bps + qp.rate_bps) / 2));
+      ++qp.stage;
+      if (qp.rate_bps >= line_bps_ * (1 - 1e-9)) {
+        // Back at line rate: congestion control goes idle until the next CNP.
+        set_rate(qp, line_bps_);
+        qp.cc_active = false;
+        ++qp.cc_generation;
+        return;
+      }
+      schedule_timer(id, kIncrease, generation, now + d.rpg_time_reset);
+      port_.kick();
+      return;
+    }
+  }
+}
+
+}  // namespace fabricsim

@@ -1,0 +1,155 @@
+#pragma once
+// An RDMA NIC (RoCEv2 or InfiniBand reliable connection): one queue pair per message, cut into
+// MTU packets with real per-packet overhead; ACK/NAK; go-back-N retransmission with the IB
+// local ACK timeout; DCQCN congestion control.
+//
+// Sender: QPs with packets to send take turns (round robin); a QP sends at its DCQCN rate RC
+// (the next packet may start wire_bytes/RC after the previous one started). A NAK (sequence
+// error) or an ACK timeout of 4.096 us x 2^ib_timeout without progress rewinds the QP to its
+// first unacknowledged packet (go-back-N) and counts one retry; more than ib_retry_cnt retries
+// without progress fail the QP, as a real NIC completes with "transport retry counter exceeded"
+// (ibv_poll_cq status 12). Progress resets the count.
+// Receiver: accepts only the next expected PSN; the first out-of-order packet after an
+// in-order one triggers one NAK; every `ack_interval` in-order packets (and the last) are
+// ACKed; a CE-marked packet triggers a CNP (at the CNP priority) unless one was sent for that
+// QP less than min_time_between_cnps ago (the notification point).
+// DCQCN reaction point: the ConnectX ("Mellanox") variant the HPCC simulator implements
+// (../shared/reference/protocols.md 1.2), parameters named as mlxconfig names them:
+//   first CNP: active, alpha = initial_alpha, RT = RC = rate_to_set_on_first_cnp or RC;
+//   every dce_tcp_rtt: alpha = (1-g) alpha + g if a CNP came in the window, else (1-g) alpha;
+//   every rate_reduce_monitor_period with a CNP in it: RT = RC (if clamp_tgt_rate or in an
+//     increase stage), RC = max(rpg_min_rate, RC (1 - alpha/2)), stage = 0, timer restarted;
+//   every rpg_time_reset: stage < F: RC = (RT+RC)/2; stage == F: RT += rpg_ai_rate, then the
+//     same; stage > F: RT += rpg_hai_rate, then the same (F = rpg_threshold). RT <= line rate.
+// The byte counter (rpg_byte_reset) is not modelled: timer-driven increase only, as in HPCC's
+// model; its unit is not documented.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/message.hpp"
+#include "models/port.hpp"
+
+namespace fabricsim {
+
+struct PacketFormat {
+  Bytes mtu{};     // payload bytes per packet, at most
+  Bytes header{};  // wire overhead per data packet (headers, trailers, preamble, gap)
+};
+
+struct DcqcnConfig {
+  bool enabled = false;
+  Time rpg_time_reset = Time::from_ps(300'000'000);  // 300 us
+  int rpg_threshold = 1;
+  Bandwidth rpg_ai_rate = Bandwidth::from_bps(5'000'000);
+  Bandwidth rpg_hai_rate = Bandwidth::from_bps(50'000'000);
+  Bandwidth rpg_min_rate = Bandwidth::from_bps(100'000'000);
+  double dce_tcp_g = 1.0 / 256;
+  Time dce_tcp_rtt = Time::from_ps(1'000'000);  // alpha update period, 1 us
+  Time rate_reduce_monitor_period = Time::from_ps(4'000'000);
+  double initial_alpha = 1.0;
+  Bandwidth rate_to_set_on_first_cnp{};  // 0: keep the current rate
+  bool clamp_tgt_rate = false;
+  Time min_time_between_cnps = Time::from_ps(4'000'000);  // notification point
+};
+
+struct RdmaConfig {
+  PacketFormat format{};
+  Bytes control_bytes{86};  // ACK/NAK/CNP on the wire: 82 B of headers + 4 B AETH
+  std::uint8_t priority = 3;
+  std::uint8_t cnp_priority = 6;
+  int ack_interval = 1;
+  int ib_timeout = 14;  // local ACK timeout exponent: 4.096 us x 2^ib_timeout
+  int ib_retry_cnt = 7;
+  DcqcnConfig dcqcn{};
+};
+
+// Per-message transport state, shared by the NICs of a network (indexed by message id).
+struct QueuePair {
+  // sender
+  std::uint32_t packets = 0;
+  std::uint32_t next_psn = 0;
+  std::uint32_t una = 0;  // first unacknowledged PSN
+  int retries = 0;
+  Time next_send{};
+  Time last_progress{};
+  double rate_bps = 0;  // DCQCN current rate RC
+  double target_bps = 0;
+  double alpha = 1;
+  int stage = 0;
+  bool cc_active = false, cnp_in_alpha_window = false, cnp_in_decrease_window = false;
+  std::uint32_t cc_generation = 0, increase_generation = 0;
+  EventHandle rto_timer{};
+  bool active = false;  // in its sender's round-robin list
+  Gauge* rate_gauge = nullptr;
+  // receiver
+  std::uint32_t expected = 0;
+  Time last_cnp = Time::max();
+  bool nak_sent = false;
+};
+
+struct TransportError {
+  Time time{};
+  std::uint64_t message = 0;
+  std::string text;
+};
+
+class RdmaNic final : public PacketSink, public PortOwner {
+ public:
+  RdmaNic(Simulation& sim, Pool<Packet>& pool, std::vector<Message>& log,
+          std::vector<QueuePair>& qps, std::vector<TransportError>& errors, std::uint32_t index,
+          const std::string& name, const RdmaConfig& cfg, const PortConfig& port);
+  EgressPort& port() { return port_; }
+  const std::string& name() const { return name_; }
+  // Schedules message `id` (this NIC is its source) to start at its start time.
+  void schedule_message(std::uint64_t id);
+
+  void receive(Packet* p, std::uint16_t ingress) override;
+  Packet* pull(EgressPort& port) override;
+
+ private:
+  enum Timer : std::uint64_t { kAlpha, kDecrease, kIncrease, kRto };
+  void on_message_start(std::uint64_t id);
+  void on_wakeup(std::uint64_t generation);
+  void on_timer(std::uint64_t payload);
+  void schedule_timer(std::uint64_t id, Timer kind, std::uint32_t generation, Time at);
+  // (Re)starts the ACK timer of a QP: cancelled in O(1) when ACKs make progress, so finished
+  // QPs leave no timer behind.
+  void arm_rto(std::uint64_t id, Time at);
+  void send_control(PacketKind kind, std::uint64_t message, std::uint32_t dst, std::uint32_t psn);
+  void on_ack(std::uint64_t id, std::uint32_t psn);
+  void on_nak(std::uint64_t id, std::uint32_t psn);
+  void on_cnp(std::uint64_t id);
+  void retry(std::uint64_t id, const char* why);
+  void finish_sender(std::uint64_t id);
+  void on_data(Packet* p);
+  Time rto() const;
+  void set_rate(QueuePair& qp, double bps);
+
+  Simulation& sim_;
+  Pool<Packet>& pool_;
+  std::vector<Message>& log_;
+  std::vector<QueuePair>& qps_;
+  std::vector<TransportError>& errors_;
+  std::uint32_t index_;
+  std::string name_;
+  RdmaConfig cfg_;
+  double line_bps_;
+  EgressPort port_;
+  HandlerId start_, wakeup_, timer_;
+  std::vector<std::uint64_t> active_;  // QPs of this NIC with data to send or unacked
+  std::size_t round_robin_ = 0;
+  std::uint32_t wakeup_generation_ = 0;
+  Time wakeup_at_ = Time::max();
+  Counter& rx_bytes_;
+  Counter& rx_messages_;
+  Counter& retransmitted_;
+  Counter& timeouts_;
+  Counter& naks_sent_;
+  Counter& cnps_sent_;
+  Counter& cnps_received_;
+  Counter& qp_errors_;
+};
+
+}  // namespace fabricsim

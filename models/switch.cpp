@@ -1,0 +1,149 @@
+#include "models/switch.hpp"
+
+#include <fmt/format.h>
+#include <bit>
+#include <stdexcept>
+
+namespace fabricsim {
+
+Switch::Switch(Simulation& sim, Pool<Packet>& pool, std::string name, std::uint32_t index,
+               Forwarding& forwarding, const BufferConfig& buffer)
+    : sim_(sim),
+      pool_(pool),
+      name_(std::move(name)),
+      index_(index),
+      forwarding_(forwarding),
+      cfg_(buffer),
+      rng_(sim.rng().stream(name_ + ".ecn")),
+      refresh_(sim.bind<&Switch::on_refresh>(*this)),
+      drops_(sim.probes().counter(name_ + ".drop_packets")),
+      lossless_drops_(sim.probes().counter(name_ + ".lossless_drop_packets")),
+      ecn_marked_(sim.probes().counter(name_ + ".ecn_marked_packets")),
+      buffer_used_(sim.probes().gauge(name_ + ".buffer_bytes")) {}
+
+EgressPort& Switch::add_port(const PortConfig& cfg) {
+  ports_.push_back(std::make_unique<EgressPort>(
+      sim_, pool_, fmt::format("{}.port{}", name_, ports_.size()), cfg));
+  ports_.back()->set_owner(this);
+  return *ports_.back();
+}
+
+void Switch::seal() {
+  queues_.assign(ports_.size() * 8, IngressQueue{});
+  // Reserved space for every lossless priority and one lossy class per port; headroom for every
+  // lossless priority per port. What is left is the shared pool.
+  const auto lossless_count = cfg_.pfc ? std::popcount(cfg_.lossless) : 0;
+  const auto ports = static_cast<Bytes::rep>(ports_.size());
+  shared_pool_ = cfg_.buffer - cfg_.reserved * (ports * (lossless_count + 1)) -
+                 cfg_.headroom * (ports * lossless_count);
+  if (shared_pool_ < Bytes(0))
+    throw std::invalid_argument(fmt::format(
+        "switch {}: buffer {} is smaller than its reserved ({} x {}) and headroom ({} x {}) space; "
+        "raise switch.buffer or lower switch.reserved / switch.headroom",
+        name_, to_string(cfg_.buffer), ports * (lossless_count + 1), to_string(cfg_.reserved),
+        ports * lossless_count, to_string(cfg_.headroom)));
+}
+
+Bytes Switch::threshold() const {
+  const double free = static_cast<double>((shared_pool_ - shared_used_).count());
+  return Bytes(static_cast<Bytes::rep>(cfg_.alpha * free));
+}
+
+Time Switch::pause_time(std::size_t ingress) const {
+  return tx_time(Bytes(64LL * cfg_.pause_quanta), ports_[ingress]->config().rate);
+}
+
+void Switch::receive(Packet* p, std::uint16_t ingress) {
+  p->ingress = ingress;
+  EgressPort& out = *ports_[forwarding_.egress(index_, *p)];
+  IngressQueue& q = queues_[ingress * 8u + p->priority];
+  const Bytes size(p->wire_bytes);
+  if (q.reserved + size <= cfg_.reserved) {
+    q.reserved += size;
+    p->charge = kReserved;
+  } else if (q.shared + size <= threshold() && shared_used_ + size <= shared_pool_) {
+    q.shared += size;
+    shared_used_ += size;
+    p->charge = kShared;
+  } else if (lossless(p->priority) && q.headroom + size <= cfg_.headroom) {
+    q.headroom += size;
+    p->charge = kHeadroom;
+  } else {
+    drops_.add();
+    if (lossless(p->priority)) lossless_drops_.add();
+    pool_.release(p);
+    return;
+  }
+  used_ += size;
+  buffer_used_.set(static_cast<double>(used_.count()));
+  const std::uint8_t prio = p->priority;
+  out.enqueue(p);
+  if (lossless(prio)) check_xoff(ingress, prio);
+}
+
+void Switch::check_xoff(std::size_t ingress, std::uint8_t priority) {
+  IngressQueue& q = queues_[ingress * 8 + priority];
+  if (q.xoff || (q.headroom == Bytes(0) && q.shared < threshold())) return;
+  q.xoff = true;
+  ++q.refresh_generation;
+  ports_[ingress]->send_pause(priority, cfg_.pause_quanta);
+  sim_.schedule_in(pause_time(ingress) / 2, refresh_,
+                   (std::uint64_t{q.refresh_generation} << 32) | (ingress * 8 + priority));
+}
+
+void Switch::check_xon(std::size_t ingress, std::uint8_t priority) {
+  IngressQueue& q = queues_[ingress * 8 + priority];
+  if (!q.xoff || q.headroom > Bytes(0) || q.shared + cfg_.resume_offset > threshold()) return;
+  q.xoff = false;
+  ++q.refresh_generation;
+  ports_[ingress]->send_pause(priority, 0);
+}
+
+void Switch::on_refresh(std::uint64_t payload) {
+  const auto slot = static_cast<std::size_t>(payload & 0xffffffffu);
+  IngressQueue& q = queues_[slot];
+  if (!q.xoff || q.refresh_generation != static_cast<std::uint32_t>(payload >> 32)) return;
+  const std::size_t ingress = slot / 8;
+  const auto priority = static_cast<std::uint8_t>(slot % 8);
+  check_xon(ingress, priority);
+  if (!q.xoff) return;
+  // Still congested: renew the pause before the upstream timer runs out.
+  ports_[ingress]->send_pause(priority, cfg_.pause_quanta);
+  sim_.schedule_in(pause_time(ingress) / 2, refresh_, payload);
+}
+
+void Switch::on_dequeue(EgressPort& port, Packet& p) {
+  IngressQueue& q = queues_[p.ingress * 8u + p.priority];
+  const Bytes size(p.wire_bytes);
+  switch (p.charge) {
+    case kReserved:
+      q.reserved -= size;
+      break;
+    case kShared:
+      q.shared -= size;
+      shared_used_ -= size;
+      break;
+    default:
+      q.headroom -= size;
+      break;
+  }
+  used_ -= size;
+  buffer_used_.set(static_cast<double>(used_.count()));
+  if (cfg_.ecn.enabled && (cfg_.ecn_priorities >> p.priority & 1) && p.kind == PacketKind::kData) {
+    const Bytes qlen = port.queued(p.priority);
+    double mark = 0;
+    if (qlen > cfg_.ecn.kmax) {
+      mark = 1;
+    } else if (qlen > cfg_.ecn.kmin) {
+      mark = cfg_.ecn.pmax * static_cast<double>((qlen - cfg_.ecn.kmin).count()) /
+             static_cast<double>((cfg_.ecn.kmax - cfg_.ecn.kmin).count());
+    }
+    if (mark > 0 && rng_.uniform01() < mark) {
+      p.ecn = true;
+      ecn_marked_.add();
+    }
+  }
+  if (lossless(p.priority)) check_xon(p.ingress, p.priority);
+}
+
+}  // namespace fabricsim
