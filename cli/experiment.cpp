@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "topologies/network.hpp"
+#include "topologies/monitor.hpp"
 
 namespace fabricsim {
 
@@ -45,12 +45,19 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
                                         static_cast<std::uint32_t>(fabric.nic_count()), sim.rng());
   fabric.start_messages();
   GaugeSampler sampler(sim, scenario.simulation.timeseries, scenario.simulation.sample_interval);
+  FabricMonitor monitor(sim, fabric,
+                        {.check_interval = scenario.simulation.deadlock_check_interval,
+                         .no_progress_timeout = scenario.simulation.no_progress_timeout});
   if (progress) sim.set_progress_callback(std::move(progress));
 
   const StopReason reason = sim.run_until(scenario.simulation.stop_time);
 
   RunResult r;
   r.status = reason == StopReason::kIdle ? "completed" : "time-limit";
+  if (monitor.verdict()) {
+    r.status = *monitor.verdict();
+    r.errors.push_back(monitor.report());
+  }
   r.sim_time = sim.now();
   r.events = sim.events_processed();
 

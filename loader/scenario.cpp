@@ -269,6 +269,10 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
     s.simulation.stop_time = sim.time("stop_time", Time::from_ps(1'000'000'000'000), false);
     s.simulation.sample_interval = sim.time("sample_interval", Time::zero(), true);
     s.simulation.timeseries = sim.string_list("timeseries", {});
+    s.simulation.deadlock_check_interval =
+        sim.time("deadlock_check_interval", Time::from_ps(50'000'000), true);
+    s.simulation.no_progress_timeout =
+        sim.time("no_progress_timeout", Time::from_ps(1'000'000'000'000), true);
     if (!s.simulation.timeseries.empty() && s.simulation.sample_interval == Time::zero())
       sim.error("sample_interval",
                 "must be set (e.g. \"1us\") when simulation.timeseries selects gauges to record");
@@ -292,6 +296,7 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
     s.traffic.message_size = tr.bytes("message_size", std::nullopt, false);
     s.traffic.messages_per_destination =
         static_cast<std::uint32_t>(tr.integer("messages", 1, 1, 1'000'000));
+    s.traffic.shift = static_cast<std::uint32_t>(tr.integer("shift", 1, 1, 1 << 20));
     s.traffic.mean_gap = tr.time("mean_gap", Time::zero(), true);
     s.traffic.start_jitter = tr.time("start_jitter", Time::zero(), true);
     tr.finish();

@@ -21,6 +21,8 @@ struct SimulationSettings {
   Time stop_time{};                     // hard end of simulated time
   Time sample_interval{};               // period of gauge sampling (0 = off)
   std::vector<std::string> timeseries;  // glob patterns of gauges to record
+  Time deadlock_check_interval{};       // 0 = no PFC deadlock detection
+  Time no_progress_timeout{};           // 0 = no guard
 };
 
 struct Scenario {

@@ -16,7 +16,8 @@ EgressPort::EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& n
       pause_expiry_(sim.bind<&EgressPort::on_pause_expiry>(*this)),
       queue_gauge_(sim.probes().gauge(name + ".queue_bytes")),
       tx_packets_(sim.probes().counter(name + ".tx_packets")),
-      tx_bytes_(sim.probes().counter(name + ".tx_bytes")) {
+      tx_bytes_(sim.probes().counter(name + ".tx_bytes")),
+      tx_data_packets_(sim.probes().counter(name + ".tx_data_packets")) {
   for (int p = 0; p < kPriorities; ++p) {
     if ((cfg.lossless >> p & 1) == 0) continue;
     tx_pause_[p] = &sim.probes().counter(fmt::format("{}.tx_prio{}_pause", name, p));
@@ -84,6 +85,7 @@ void EgressPort::start_transmission(Packet* p) {
   const Time done = sim_.now() + tx_time(Bytes(p->wire_bytes), cfg_.rate);
   tx_packets_.add();
   tx_bytes_.add(p->wire_bytes);
+  if (p->kind == PacketKind::kData) tx_data_packets_.add();
   sim_.schedule_at(done, tx_done_);
   if (wire_.empty()) sim_.schedule_at(done + cfg_.latency, arrival_);
   wire_.push_back({done + cfg_.latency, p});

@@ -80,9 +80,11 @@ class EgressPort {
   Bytes queued_total() const { return total_queued_; }
   Bytes peak_queued() const { return peak_queued_; }
   std::uint64_t tx_bytes() const { return tx_bytes_.value; }
+  std::uint64_t tx_data_packets() const { return tx_data_packets_.value; }
   const std::deque<Packet*>& queue(std::uint8_t priority) const { return queues_[priority]; }
   EgressPort* reverse() const { return reverse_; }
   PacketSink* far_end() const { return sink_; }
+  std::uint16_t far_port() const { return far_port_; }
 
  private:
   void start_transmission(Packet* p);
@@ -120,6 +122,7 @@ class EgressPort {
   Gauge& queue_gauge_;
   Counter& tx_packets_;
   Counter& tx_bytes_;
+  Counter& tx_data_packets_;
   // ethtool -S style, per lossless priority p: tx_prio<p>_pause (frames sent out this port),
   // rx_prio<p>_pause (frames received on this link, pausing this port), and the time paused.
   std::array<Counter*, kPriorities> tx_pause_{};

@@ -14,7 +14,8 @@ std::vector<Message> generate_messages(const TrafficSpec& spec, std::uint32_t ho
         if (src != 0) destinations.push_back(0);
         break;
       case TrafficPattern::kPermutation:
-        if (hosts > 1) destinations.push_back((src + 1) % hosts);
+        if (hosts > 1 && spec.shift % hosts != 0)
+          destinations.push_back((src + spec.shift) % hosts);
         break;
       case TrafficPattern::kAllToAll:
         for (std::uint32_t k = 1; k < hosts; ++k) destinations.push_back((src + k) % hosts);

@@ -2,7 +2,7 @@
 // Synthetic traffic patterns: who sends how much to whom, and when.
 //
 //  incast:      hosts 1..N-1 each send to host 0.
-//  permutation: host i sends to host (i + 1) mod N (a shift permutation).
+//  permutation: host i sends to host (i + shift) mod N (a shift permutation; shift 1 default).
 //  all-to-all:  host i sends to every other host, in order i+1, i+2, ... (mod N).
 //
 // Each sender starts its first message at a uniform random offset in [0, start_jitter] and
@@ -25,6 +25,7 @@ struct TrafficSpec {
   TrafficPattern pattern = TrafficPattern::kIncast;
   Bytes message_size{};
   std::uint32_t messages_per_destination = 1;
+  std::uint32_t shift = 1;
   Time mean_gap = Time::zero();
   Time start_jitter = Time::zero();
 };

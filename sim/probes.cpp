@@ -76,13 +76,14 @@ GaugeSampler::GaugeSampler(Simulation& sim, const std::vector<std::string>& patt
   }
   values_.resize(gauges_.size());
   if (!gauges_.empty() && interval_ > Time::zero())
-    sim_.schedule_at(sim_.now(), handler_, 0, /*priority=*/0);
+    sim_.schedule_background_in(Time::zero(), handler_, 0, /*priority=*/0);
 }
 
 void GaugeSampler::tick(std::uint64_t) {
   times_.push_back(sim_.now());
   for (std::size_t i = 0; i < gauges_.size(); ++i) values_[i].push_back(gauges_[i]->value);
-  if (sim_.pending_events() > 0) sim_.schedule_in(interval_, handler_, 0, /*priority=*/0);
+  if (sim_.pending_events() > 0)
+    sim_.schedule_background_in(interval_, handler_, 0, /*priority=*/0);
 }
 
 }  // namespace fabricsim

@@ -57,9 +57,10 @@ class ProbeRegistry {
   std::map<std::string, Gauge*, std::less<>> gauges_;
 };
 
-// Samples the selected gauges every `interval` while the simulation has other pending events
-// (so sampling alone never keeps a finished simulation running). Values are recorded as they
-// are at the sampling instant, before events of that instant with later priority run.
+// Samples the selected gauges every `interval` while the simulation has model work pending; its
+// events are background events, so sampling never keeps a finished simulation running. Values are
+// recorded as they are at the sampling instant, before events of that instant with later priority
+// run.
 class GaugeSampler {
  public:
   GaugeSampler(Simulation& sim, const std::vector<std::string>& patterns, Time interval);

@@ -44,7 +44,9 @@ StopReason Simulation::run_until(Time limit) {
   std::uint64_t next_progress = events_processed_ + progress_every_;
   while (pending_events() > 0 && queue_.pop_until(limit, e)) {
     now_ = e.time;
-    if (e.slot != 0) {
+    if (e.slot == kBackgroundSlot) {
+      --background_pending_;
+    } else if (e.slot != 0) {
       // The slot is released when its event leaves the queue, so a handle can never refer
       // to a reused slot: the generation moves on here.
       Slot& s = slots_[e.slot];

@@ -51,8 +51,11 @@ class Simulation {
 
   Time now() const { return now_; }
   std::uint64_t events_processed() const { return events_processed_; }
-  // Events that will still run (cancelled ones waiting to be discarded are not counted).
-  std::size_t pending_events() const { return queue_.size() - cancelled_pending_; }
+  // Events that are still to run and are model work: cancelled events waiting to be discarded
+  // and background events (observers) are not counted.
+  std::size_t pending_events() const {
+    return queue_.size() - cancelled_pending_ - background_pending_;
+  }
   RngStreams& rng() { return rng_; }
   ProbeRegistry& probes() { return probes_; }
 
@@ -76,6 +79,14 @@ class Simulation {
   void schedule_in(Time delay, HandlerId h, std::uint64_t payload = 0,
                    Priority priority = kDefaultPriority) {
     push(now_ + delay, h, payload, priority, 0);
+  }
+  // A background event (a periodic observer: sampler, monitor) runs like any other but does not
+  // keep the simulation alive: run() ends idle when only background events are left, so two
+  // observers that reschedule while "work is pending" cannot keep each other going.
+  void schedule_background_in(Time delay, HandlerId h, std::uint64_t payload = 0,
+                              Priority priority = kDefaultPriority) {
+    ++background_pending_;
+    push(now_ + delay, h, payload, priority, kBackgroundSlot);
   }
   EventHandle schedule_cancellable_at(Time t, HandlerId h, std::uint64_t payload = 0,
                                       Priority priority = kDefaultPriority);
@@ -125,6 +136,8 @@ class Simulation {
   std::uint64_t next_sequence_ = 0;
   std::uint64_t events_processed_ = 0;
   std::size_t cancelled_pending_ = 0;
+  std::size_t background_pending_ = 0;
+  static constexpr std::uint32_t kBackgroundSlot = 0xffffffffu;
   bool stop_requested_ = false;
   ProgressFn progress_;
   std::uint64_t progress_every_ = 1 << 16;

@@ -1,0 +1,274 @@
+// Packet-level fabric: the expected values are derived in the comments.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <numeric>
+
+#include "cli/experiment.hpp"
+#include "cli/output.hpp"
+#include "topologies/monitor.hpp"
+
+using namespace fabricsim;
+using namespace fabricsim::literals;
+
+namespace {
+
+// A scenario run at model level, so tests can look at every message and probe.
+struct FabricRun {
+  Scenario scenario;
+  BuiltCluster cluster;
+  Simulation sim;
+  PacketNetwork net;
+  std::unique_ptr<GaugeSampler> sampler;
+  std::unique_ptr<FabricMonitor> monitor;
+  StopReason reason{};
+
+  explicit FabricRun(const std::string& toml, std::vector<std::string> overrides = {})
+      : scenario(load_scenario_text(toml, "test.toml", {.overrides = std::move(overrides)})),
+        cluster(scenario),
+        sim(scenario.seed),
+        net(sim, cluster.topology, cluster.routing, scenario.network) {
+    net.messages() =
+        generate_messages(scenario.traffic, static_cast<std::uint32_t>(net.nic_count()), sim.rng());
+    net.start_messages();
+    sampler = std::make_unique<GaugeSampler>(sim, scenario.simulation.timeseries,
+                                             scenario.simulation.sample_interval);
+    monitor =
+        std::make_unique<FabricMonitor>(sim, net,
+                                        MonitorConfig{scenario.simulation.deadlock_check_interval,
+                                                      scenario.simulation.no_progress_timeout});
+    reason = sim.run_until(scenario.simulation.stop_time);
+  }
+  std::uint64_t counter(std::string_view name) const {
+    for (const auto& c : const_cast<Simulation&>(sim).probes().counters())
+      if (c.name == name) return c.value;
+    ADD_FAILURE() << "no counter " << name;
+    return 0;
+  }
+  std::uint64_t sum(std::string_view prefix, std::string_view suffix) const {
+    std::uint64_t total = 0;
+    for (const auto& c : const_cast<Simulation&>(sim).probes().counters())
+      if (c.name.starts_with(prefix) && c.name.ends_with(suffix)) total += c.value;
+    return total;
+  }
+  // Time average of a sampled gauge over samples in [from, to).
+  double mean_series(const std::string& name, Time from, Time to = Time::max()) const {
+    const auto& names = sampler->names();
+    const auto it = std::find(names.begin(), names.end(), name);
+    EXPECT_NE(it, names.end()) << name;
+    const auto& v = sampler->values()[static_cast<std::size_t>(it - names.begin())];
+    double sum = 0;
+    int n = 0;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (sampler->times()[i] >= from && sampler->times()[i] < to) {
+        sum += v[i];
+        ++n;
+      }
+    return n > 0 ? sum / n : 0;
+  }
+};
+
+std::string star(int hosts, const std::string& extra = "") {
+  return fmt::format(R"(
+[fabric]
+hosts = {}
+link_rate = "100Gbps"
+host_cable_length = "3m"
+switch_latency = "300ns"
+[switch]
+buffer = "32MiB"
+[traffic]
+message_size = "1MiB"
+{})",
+                     hosts, extra);
+}
+
+}  // namespace
+
+TEST(PacketFabric, OneRoceFlowReachesLineRateTimesPayloadShareAndTheHandComputedTime) {
+  for (const int mtu : {1024, 4096}) {
+    // 16 MiB over one idle 100 Gb/s path (host1 -> switch -> host0; the ACKs use the other
+    // direction of each cable), 82 B of per-packet overhead.
+    //   packets N = 16 MiB / mtu; wire w = mtu + 82 B; tx(w) = w * 8 / 100e9 s
+    //   the last packet leaves host1 at N * tx(w), crosses the 3 m cable (15 ns) and the switch
+    //   (300 ns), is sent again (tx(w), the switch port is idle by then) and crosses the second
+    //   cable (15 ns): finish = (N + 1) * tx(w) + 330 ns.
+    //   goodput -> 100 Gb/s * mtu / (mtu + 82) as N grows; here within 0.1% of it.
+    FabricRun run(star(2), {fmt::format("nic.mtu=\"{}B\"", mtu), "traffic.message_size=\"16MiB\""});
+    const Message& m = run.net.messages()[0];
+    ASSERT_TRUE(m.complete());
+    const std::int64_t n = (16 << 20) / mtu;
+    const Time tx = tx_time(Bytes(mtu + 82), 100_Gbps);
+    EXPECT_EQ(m.finish, tx * (n + 1) + 330_ns) << "mtu " << mtu;
+    const double ideal = 100.0 * mtu / (mtu + 82);
+    EXPECT_NEAR(rate_gbps(16_MiB, m.finish - m.start) / ideal, 1.0, 0.005) << "mtu " << mtu;
+  }
+}
+
+TEST(PacketFabric, IncastWithPfcIsLosslessPausesTheSendersAndSharesFairly) {
+  for (const int senders : {2, 8}) {
+    // N senders x 4 MiB into one port, 1 MiB of switch buffer: the senders' ingress queues reach
+    // the dynamic threshold, the switch pauses them, and nothing is dropped.
+    FabricRun run(star(senders + 1, "messages = 1"),
+                  {"switch.buffer=\"1MiB\"", "switch.pfc=true", "traffic.message_size=\"4MiB\""});
+    EXPECT_EQ(run.counter("switch0.drop_packets"), 0u) << senders;
+    EXPECT_EQ(run.counter("switch0.port0.tx_prio3_pause"), 0u);  // the receiver is not paused
+    EXPECT_EQ(run.counter("host0.nic.rx_prio3_pause"), 0u);
+    std::vector<double> goodput;
+    for (int h = 1; h <= senders; ++h) {
+      EXPECT_GT(run.counter(fmt::format("switch0.port{}.tx_prio3_pause", h)), 0u) << h;
+      EXPECT_GT(run.counter(fmt::format("host{}.nic.rx_prio3_pause", h)), 0u) << h;
+    }
+    for (const Message& m : run.net.messages()) {
+      ASSERT_TRUE(m.complete());
+      goodput.push_back(rate_gbps(m.size, m.finish - m.start));
+    }
+    // Fair share: every sender gets 1/N of the bottleneck; its completion-time goodput is
+    // within 2% of the others'.
+    const auto [lo, hi] = std::minmax_element(goodput.begin(), goodput.end());
+    EXPECT_LT(*hi / *lo, 1.02) << senders << " senders: " << *lo << " .. " << *hi;
+    // And the bottleneck ran at line rate: total bytes over the last completion.
+    Time last = Time::zero();
+    for (const Message& m : run.net.messages()) last = std::max(last, m.finish);
+    EXPECT_GT(rate_gbps(Bytes(4LL << 20) * senders, last), 0.95 * 100 * 4096 / 4178);
+  }
+}
+
+TEST(PacketFabric, WithoutPfcASmallBufferDropsAndGoBackNDeliversEverything) {
+  // 4:1 incast, 256 KiB of buffer, PFC off, ACK timeout 4.096 us x 2^6 = 262 us.
+  FabricRun run(star(5),
+                {"switch.buffer=\"256KiB\"", "nic.ib_timeout=6", "traffic.message_size=\"2MiB\""});
+  EXPECT_GT(run.counter("switch0.drop_packets"), 0u);
+  EXPECT_GT(run.sum("host", ".retransmitted_packets"), run.counter("switch0.drop_packets") / 2);
+  EXPECT_EQ(run.counter("host0.rx_payload_bytes"), 4u * (2u << 20));  // each byte once, in order
+  for (const Message& m : run.net.messages()) EXPECT_TRUE(m.complete());
+  EXPECT_TRUE(run.net.errors().empty());
+}
+
+TEST(PacketFabric, ExhaustedRetriesEndTheTransferWithTheVerbsError) {
+  // Same incast with ib_retry_cnt = 0: the first loss (a sequence-error NAK) is one retry too
+  // many, and the QP completes in error as ibv_poll_cq status 12 would.
+  FabricRun run(star(5), {"switch.buffer=\"256KiB\"", "nic.ib_timeout=6", "nic.ib_retry_cnt=0",
+                          "traffic.message_size=\"2MiB\""});
+  ASSERT_FALSE(run.net.errors().empty());
+  EXPECT_NE(
+      run.net.errors()[0].text.find("ibv_poll_cq error 12 (transport retry counter exceeded)"),
+      std::string::npos)
+      << run.net.errors()[0].text;
+  EXPECT_TRUE(std::any_of(run.net.messages().begin(), run.net.messages().end(),
+                          [](const Message& m) { return m.failed && !m.complete(); }));
+}
+
+TEST(PacketFabric, TwoDcqcnFlowsConvergeToTheFairShareWithTheQueueBetweenKminAndKmax) {
+  // 2:1 incast of two 64 MiB flows with ECN (Kmin 40 KB, Kmax 160 KB, Pmax 0.2) and DCQCN with
+  // the DCQCN paper's increase parameters (55 us timer, R_AI 40 Mb/s, R_HAI 200 Mb/s, F = 5);
+  // PFC on as deployed, with a buffer large enough that it stays quiet. In the middle half of
+  // the run (both flows active, start-up over) each QP's rate averages within 10% of the fair
+  // 50 Gb/s and the bottleneck queue averages between Kmin/2 and Kmax: DCQCN holds it near Kmin.
+  FabricRun run(star(3, "messages = 1"),
+                {"switch.pfc=true", "switch.ecn=true", "switch.ecn_kmin=\"40KB\"",
+                 "switch.ecn_kmax=\"160KB\"", "nic.dcqcn.enabled=true",
+                 "nic.dcqcn.rpg_time_reset=\"55us\"", "nic.dcqcn.rpg_ai_rate=\"40Mbps\"",
+                 "nic.dcqcn.rpg_hai_rate=\"200Mbps\"", "nic.dcqcn.rpg_threshold=5",
+                 "traffic.message_size=\"64MiB\"", "simulation.sample_interval=\"10us\"",
+                 "simulation.timeseries=[\"*.qp*.rate_gbps\", \"switch0.port0.queue_bytes\"]"});
+  Time end = Time::zero();
+  for (const Message& m : run.net.messages()) {
+    ASSERT_TRUE(m.complete());
+    end = std::max(end, m.finish);
+  }
+  const Time from = end / 4, to = end / 4 * 3;
+  const double r1 = run.mean_series("host1.qp0.rate_gbps", from, to);
+  const double r2 = run.mean_series("host2.qp1.rate_gbps", from, to);
+  EXPECT_NEAR(r1, 50, 5) << r1 << " / " << r2;
+  EXPECT_NEAR(r2, 50, 5) << r1 << " / " << r2;
+  const double queue = run.mean_series("switch0.port0.queue_bytes", from, to);
+  EXPECT_GT(queue, 40'000 * 0.5) << queue;
+  EXPECT_LT(queue, 160'000) << queue;
+  EXPECT_GT(run.counter("switch0.ecn_marked_packets"), 0u);
+}
+
+TEST(PacketFabric, WithoutDcqcnPfcPausesPropagateUpstreamHopByHop) {
+  // Leaf-spine, 4 hosts per leaf, 4 spines. Hosts 0-3 (leaf0) all send to host 4 (leaf1): the
+  // bottleneck is leaf1's port to host 4. Leaf1 pauses the spines, the spines pause leaf0,
+  // leaf0 pauses the hosts; nothing is dropped and the bottleneck stays busy.
+  const std::string toml = R"(
+[fabric]
+kind = "leaf-spine"
+hosts = 8
+hosts_per_leaf = 4
+link_rate = "100Gbps"
+[switch]
+buffer = "2MiB"
+pfc = true
+[traffic]
+pattern = "incast"
+message_size = "4MiB"
+)";
+  // Incast targets host 0, so mirror: hosts 4-7 (leaf1) and hosts 1-3 send to host 0; the four
+  // on leaf1 cross the spines.
+  FabricRun run(toml);
+  EXPECT_EQ(run.sum("", ".drop_packets"), 0u);
+  EXPECT_GT(run.sum("leaf0.port", "_pause") - run.sum("leaf0.port", "rx_prio3_pause"), 0u);
+  std::uint64_t spine_pauses = 0, leaf1_pauses = 0;
+  for (int s = 0; s < 4; ++s)
+    spine_pauses += run.sum(fmt::format("spine{}.port", s), "tx_prio3_pause");
+  for (int p = 0; p < 8; ++p)
+    leaf1_pauses += run.counter(fmt::format("leaf1.port{}.tx_prio3_pause", p));
+  EXPECT_GT(spine_pauses, 0u);  // spines pause leaf1's uplinks: the pause went one hop up
+  EXPECT_GT(leaf1_pauses, 0u);  // and leaf1 pauses its hosts: two hops up from the bottleneck
+  Time last = Time::zero();
+  for (const Message& m : run.net.messages()) last = std::max(last, m.finish);
+  EXPECT_GT(rate_gbps(Bytes(7LL * (4 << 20)), last), 0.9 * 100 * 4096 / 4178);
+}
+
+TEST(PacketFabric, CyclicRoutesOnALosslessRingDeadlockAndTheCycleIsReported) {
+  // Ring of 5 switches, 2 hosts each; every host sends to the host 4 positions on (2 switches
+  // clockwise, a unique shortest path). Each ring link carries 4 flows of 100 Gb/s, so every
+  // ring egress queue fills, pauses its upstream neighbour, and the pauses chase each other
+  // round the ring: a cyclic buffer dependency that never drains.
+  const std::string toml = R"(
+[simulation]
+stop_time = "50ms"
+deadlock_check_interval = "20us"
+[fabric]
+kind = "ring"
+ring_switches = 5
+hosts = 10
+link_rate = "100Gbps"
+[switch]
+buffer = "512KiB"
+pfc = true
+[traffic]
+pattern = "permutation"
+shift = 4
+message_size = "8MiB"
+)";
+  FabricRun run(toml);
+  ASSERT_TRUE(run.monitor->verdict().has_value());
+  EXPECT_EQ(*run.monitor->verdict(), "deadlock");
+  EXPECT_EQ(run.reason, StopReason::kStopped);
+  EXPECT_NE(run.monitor->report().find("PFC deadlock: a cycle of paused queues, ring"),
+            std::string::npos)
+      << run.monitor->report();
+  EXPECT_NE(run.monitor->report().find("messages with packets in it"), std::string::npos);
+}
+
+TEST(PacketFabric, SameSeedGivesIdenticalCountersAndTimeSeries) {
+  const std::string toml = star(5, "messages = 2\nstart_jitter = \"2us\"\nmean_gap = \"5us\"");
+  const std::vector<std::string> set{"switch.pfc=true",
+                                     "switch.ecn=true",
+                                     "switch.ecn_kmin=\"20KB\"",
+                                     "switch.ecn_kmax=\"80KB\"",
+                                     "nic.dcqcn.enabled=true",
+                                     "switch.buffer=\"512KiB\"",
+                                     "simulation.sample_interval=\"1us\"",
+                                     "simulation.timeseries=[\"*\"]"};
+  const Scenario s = load_scenario_text(toml, "t.toml", {.overrides = set});
+  const BuiltCluster c(s);
+  const RunResult a = run_scenario(s, c), b = run_scenario(s, c);
+  EXPECT_EQ(results_json(s, a), results_json(s, b));
+  EXPECT_EQ(timeseries_csv(a), timeseries_csv(b));
+  EXPECT_GT(a.series_names.size(), 10u);
+}
