@@ -173,6 +173,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const std::filesystem::path dir = out_dir.empty() ? std::filesystem::path("results") / s.name
                                                       : std::filesystem::path(out_dir);
     RunResult result;
+    double wall_seconds = 0;
     try {
       std::optional<ProgressDisplay> progress;
       Simulation::ProgressFn callback;
@@ -180,7 +181,10 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
         progress.emplace(err, s.simulation.stop_time);
         callback = [&](Time now, std::uint64_t events) { progress->update(now, events); };
       }
+      const auto wall_start = std::chrono::steady_clock::now();
       result = run_scenario(s, cluster, callback);
+      wall_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
       if (progress) progress->finish();
     } catch (const std::exception& e) {
       err << "fabricsim: simulation failed: " << e.what() << '\n';
@@ -192,7 +196,15 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
         out << results_json(s, result);
       } else {
         out << text_report(s, result);
-        out << fmt::format("\n  results: {}\n", (dir / "results.json").string());
+        // Wall-clock numbers go to the report only, never into results.json (determinism).
+        std::uint64_t hops = 0;
+        for (const auto& [name, value] : result.counters)
+          if (name.ends_with(".tx_data_packets")) hops += value;
+        out << fmt::format(
+            "\n  wall time {:.3f} s, {:.2f} M events/s, {:.2f} M data packet-hops/s\n",
+            wall_seconds, static_cast<double>(result.events) / wall_seconds * 1e-6,
+            static_cast<double>(hops) / wall_seconds * 1e-6);
+        out << fmt::format("  results: {}\n", (dir / "results.json").string());
       }
     }
     return kExitOk;

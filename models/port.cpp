@@ -42,8 +42,9 @@ void EgressPort::account(Packet* p, bool added) {
 
 void EgressPort::enqueue(Packet* p) {
   queues_[p->priority].push_back(p);
+  ++waiting_;
   account(p, true);
-  if (!transmitting_) kick();
+  kick();
 }
 
 void EgressPort::send_pause(std::uint8_t priority, std::uint16_t quanta) {
@@ -53,12 +54,20 @@ void EgressPort::send_pause(std::uint8_t priority, std::uint16_t quanta) {
   p->psn = quanta;
   p->wire_bytes = static_cast<std::uint32_t>(kPauseFrameWireBytes.count());
   control_.push_back(p);
+  ++waiting_;
   if (tx_pause_[priority] != nullptr) tx_pause_[priority]->add();
-  if (!transmitting_) kick();
+  kick();
 }
 
 void EgressPort::kick() {
-  if (transmitting_) return;
+  if (sim_.now() < busy_until_) {
+    // Busy: make sure the transmitter wakes up for what waits.
+    if (!tx_done_pending_ && (waiting_ > 0 || owner_pulls_)) {
+      tx_done_pending_ = true;
+      sim_.schedule_at(busy_until_, tx_done_);
+    }
+    return;
+  }
   if (Packet* p = next_packet()) start_transmission(p);
 }
 
@@ -66,6 +75,7 @@ Packet* EgressPort::next_packet() {
   if (!control_.empty()) {
     Packet* p = control_.front();
     control_.pop_front();
+    --waiting_;
     return p;
   }
   for (int prio = kPriorities - 1; prio >= 0; --prio) {
@@ -73,6 +83,7 @@ Packet* EgressPort::next_packet() {
     if (q.empty() || paused(static_cast<std::uint8_t>(prio))) continue;
     Packet* p = q.front();
     q.pop_front();
+    --waiting_;
     account(p, false);
     if (owner_ != nullptr) owner_->on_dequeue(*this, *p);
     return p;
@@ -81,18 +92,25 @@ Packet* EgressPort::next_packet() {
 }
 
 void EgressPort::start_transmission(Packet* p) {
-  transmitting_ = true;
-  const Time done = sim_.now() + tx_time(Bytes(p->wire_bytes), cfg_.rate);
+  if (p->wire_bytes != cached_wire_bytes_) {
+    cached_wire_bytes_ = p->wire_bytes;
+    cached_tx_time_ = tx_time(Bytes(p->wire_bytes), cfg_.rate);
+  }
+  const Time done = sim_.now() + cached_tx_time_;
   tx_packets_.add();
   tx_bytes_.add(p->wire_bytes);
   if (p->kind == PacketKind::kData) tx_data_packets_.add();
-  sim_.schedule_at(done, tx_done_);
+  busy_until_ = done;
+  if (waiting_ > 0 || owner_pulls_) {
+    tx_done_pending_ = true;
+    sim_.schedule_at(done, tx_done_);
+  }
   if (wire_.empty()) sim_.schedule_at(done + cfg_.latency, arrival_);
   wire_.push_back({done + cfg_.latency, p});
 }
 
 void EgressPort::on_tx_done(std::uint64_t) {
-  transmitting_ = false;
+  tx_done_pending_ = false;
   kick();
 }
 

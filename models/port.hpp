@@ -5,7 +5,9 @@
 // sim/units.hpp) and arrives at the far end `latency` after its last bit left. Arrivals over a
 // constant-latency link are FIFO, so only the head arrival is scheduled: a port has at most
 // three pending events (transmission done, next arrival, pause expiry) however many packets
-// are queued or in flight.
+// are queued or in flight. The transmission-done event is only scheduled when something waits
+// for the transmitter (a queued packet, or an owner that supplies packets on demand): an
+// uncongested switch hop costs one event, the arrival.
 //
 // Scheduling: PFC frames first (they are never paused), then strict priority, 7 highest. A
 // priority paused by the far end is skipped; the packet already on the wire completes. When
@@ -63,7 +65,11 @@ class EgressPort {
     far_port_ = far_port;
   }
   void set_reverse(EgressPort* reverse) { reverse_ = reverse; }
-  void set_owner(PortOwner* owner) { owner_ = owner; }
+  // `pulls`: the owner hands packets out on demand (a NIC), so the port must wake when free.
+  void set_owner(PortOwner* owner, bool pulls = false) {
+    owner_ = owner;
+    owner_pulls_ = pulls;
+  }
   const PortConfig& config() const { return cfg_; }
   const std::string& name() const { return name_; }
 
@@ -108,8 +114,15 @@ class EgressPort {
   std::uint16_t far_port_ = 0;
   EgressPort* reverse_ = nullptr;
   PortOwner* owner_ = nullptr;
+  bool owner_pulls_ = false;
   HandlerId tx_done_, arrival_, pause_expiry_;
-  bool transmitting_ = false;
+  Time busy_until_{};             // the transmitter is busy before this time
+  bool tx_done_pending_ = false;  // a transmission-done event is scheduled
+  std::uint32_t waiting_ = 0;     // packets in control_ and queues_
+  // Serialization time of the last packet size seen: packets mostly share a few sizes, and this
+  // spares a 128-bit division per packet without changing the exact result.
+  std::uint32_t cached_wire_bytes_ = 0;
+  Time cached_tx_time_{};
   std::deque<Packet*> control_;
   std::array<std::deque<Packet*>, kPriorities> queues_;
   std::array<Bytes, kPriorities> queued_{};

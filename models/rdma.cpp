@@ -35,7 +35,7 @@ RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, std::vector<Message>& log,
       cnps_sent_(sim.probes().counter(name + ".cnp_sent")),
       cnps_received_(sim.probes().counter(name + ".cnp_received")),
       qp_errors_(sim.probes().counter(name + ".qp_errors")) {
-  port_.set_owner(this);
+  port_.set_owner(this, /*pulls=*/true);
 }
 
 Time RdmaNic::rto() const {
@@ -130,8 +130,12 @@ void RdmaNic::schedule_timer(std::uint64_t id, Timer kind, std::uint32_t generat
 }
 
 void RdmaNic::arm_rto(std::uint64_t id, Time at) {
+  // Lazy timer: ACK progress only moves last_progress; a pending timer that fires early re-arms
+  // itself for last_progress + rto. So a QP has at most one timer event per timeout period,
+  // not one per ACK.
   QueuePair& qp = qps_[id];
-  sim_.cancel(qp.rto_timer);
+  if (qp.rto_armed) return;
+  qp.rto_armed = true;
   qp.rto_timer = sim_.schedule_cancellable_at(at, timer_, (id << 24) | (std::uint64_t{kRto} << 22));
 }
 
@@ -212,7 +216,7 @@ void RdmaNic::on_ack(std::uint64_t id, std::uint32_t psn) {
     finish_sender(id);
     return;
   }
-  if (rto() != Time::max()) arm_rto(id, qp.last_progress + rto());
+  if (rto() != Time::max()) arm_rto(id, qp.last_progress + rto());  // no-op while armed
 }
 
 void RdmaNic::on_nak(std::uint64_t id, std::uint32_t psn) {
@@ -244,7 +248,7 @@ void RdmaNic::retry(std::uint64_t id, const char* why) {
   retransmitted_.add(qp.next_psn - qp.una);
   qp.next_psn = qp.una;  // go-back-N
   qp.next_send = sim_.now();
-  if (rto() != Time::max()) arm_rto(id, sim_.now() + rto());
+  if (rto() != Time::max()) arm_rto(id, sim_.now() + rto());  // keeps an earlier pending one
   port_.kick();
 }
 
@@ -254,6 +258,7 @@ void RdmaNic::finish_sender(std::uint64_t id) {
   ++qp.cc_generation;
   ++qp.increase_generation;
   sim_.cancel(qp.rto_timer);
+  qp.rto_armed = false;
   const auto it = std::find(active_.begin(), active_.end(), id);
   if (it != active_.end()) {
     const auto pos = static_cast<std::size_t>(it - active_.begin());
@@ -292,7 +297,12 @@ void RdmaNic::on_timer(std::uint64_t payload) {
   const Time now = sim_.now();
   switch (kind) {
     case kRto: {
+      qp.rto_armed = false;
       if (!qp.active) return;
+      if (now - qp.last_progress < rto()) {
+        arm_rto(id, qp.last_progress + rto());  // progress since it was armed
+        return;
+      }
       timeouts_.add();
       retry(id, "local ACK timeout");
       return;

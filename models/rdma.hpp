@@ -81,6 +81,7 @@ struct QueuePair {
   bool cc_active = false, cnp_in_alpha_window = false, cnp_in_decrease_window = false;
   std::uint32_t cc_generation = 0, increase_generation = 0;
   EventHandle rto_timer{};
+  bool rto_armed = false;
   bool active = false;  // in its sender's round-robin list
   Gauge* rate_gauge = nullptr;
   // receiver

@@ -70,7 +70,11 @@ class EventQueue {
   }
 
  private:
-  static bool later(const Event& a, const Event& b) { return a.order > b.order; }
+  // A function object (not a function pointer) so the heap operations inline the comparison.
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const { return a.order > b.order; }
+  };
+  static constexpr Later later{};
   std::size_t bucket_of(std::uint64_t key) const {
     return static_cast<std::size_t>(std::bit_width(key ^ last_));
   }
