@@ -217,6 +217,8 @@ void read_switch(ConfigReader& sw, Scenario& s) {
   b.pfc = sw.boolean("pfc", false);
   b.lossless = priority_mask(sw, "lossless_priorities", {3});
   b.pause_quanta = static_cast<std::uint16_t>(sw.integer("pause_quanta", 0xffff, 1, 0xffff));
+  b.pfc_watchdog = sw.time("pfc_watchdog", Time::zero(), true);
+  b.pfc_watchdog_drop = sw.choice("pfc_watchdog_action", "drop", {"drop", "ignore"}) == "drop";
   // Headroom: what can still arrive after XOFF is sent, for the longest cable at the link rate
   // (802.1Qbb Annex O style): the pause frame and the largest frame being sent when it is
   // generated, the cable round trip, the upstream's response time, and the frame it is

@@ -14,6 +14,7 @@ EgressPort::EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& n
       tx_done_(sim.bind<&EgressPort::on_tx_done>(*this)),
       arrival_(sim.bind<&EgressPort::on_arrival>(*this)),
       pause_expiry_(sim.bind<&EgressPort::on_pause_expiry>(*this)),
+      watchdog_(sim.bind<&EgressPort::on_watchdog>(*this)),
       queue_gauge_(sim.probes().gauge(name + ".queue_bytes")),
       tx_packets_(sim.probes().counter(name + ".tx_packets")),
       tx_bytes_(sim.probes().counter(name + ".tx_bytes")),
@@ -24,6 +25,12 @@ EgressPort::EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& n
     rx_pause_[p] = &sim.probes().counter(fmt::format("{}.rx_prio{}_pause", name, p));
     rx_pause_duration_ns_[p] =
         &sim.probes().counter(fmt::format("{}.rx_prio{}_pause_duration_ns", name, p));
+    if (cfg.watchdog > Time::zero()) {
+      watchdog_storms_[p] =
+          &sim.probes().counter(fmt::format("{}.pfc_watchdog_prio{}_storms", name, p));
+      watchdog_dropped_[p] =
+          &sim.probes().counter(fmt::format("{}.pfc_watchdog_prio{}_dropped", name, p));
+    }
   }
 }
 
@@ -40,7 +47,17 @@ void EgressPort::account(Packet* p, bool added) {
   queue_gauge_.set(static_cast<double>(total_queued_.count()));
 }
 
+void EgressPort::discard(Packet* p) {
+  if (owner_ != nullptr) owner_->on_dequeue(*this, *p);  // give back its buffer
+  watchdog_dropped_[p->priority]->add();
+  pool_.release(p);
+}
+
 void EgressPort::enqueue(Packet* p) {
+  if (storm_[p->priority] && cfg_.watchdog_drop) {
+    discard(p);
+    return;
+  }
   queues_[p->priority].push_back(p);
   ++waiting_;
   account(p, true);
@@ -137,8 +154,15 @@ void EgressPort::apply_pause(std::uint8_t priority, std::uint16_t quanta) {
   sim_.cancel(pause_timer_[priority]);
   if (quanta == 0) {
     paused_until_[priority] = now;
+    end_pause(priority);
     kick();
     return;
+  }
+  if (!was_paused && !storm_[priority] && cfg_.watchdog > Time::zero() &&
+      (cfg_.lossless >> priority & 1)) {
+    sim_.cancel(watchdog_timer_[priority]);
+    watchdog_timer_[priority] =
+        sim_.schedule_cancellable_at(now + cfg_.watchdog, watchdog_, priority);
   }
   // One quantum is 512 bit times at this link's rate: 64 bytes' serialization time.
   paused_until_[priority] = now + tx_time(Bytes(64LL * quanta), cfg_.rate);
@@ -152,6 +176,30 @@ void EgressPort::on_pause_expiry(std::uint64_t priority) {
   if (rx_pause_duration_ns_[prio] != nullptr)
     rx_pause_duration_ns_[prio]->add(
         static_cast<std::uint64_t>((sim_.now() - pause_started_[prio]).ps() / 1000));
+  end_pause(prio);
+  kick();
+}
+
+void EgressPort::end_pause(std::uint8_t priority) {
+  sim_.cancel(watchdog_timer_[priority]);
+  storm_[priority] = false;
+}
+
+void EgressPort::on_watchdog(std::uint64_t priority) {
+  // Paused without a break for the whole detection time: a pause storm (or a deadlock).
+  const auto prio = static_cast<std::uint8_t>(priority);
+  storm_[prio] = true;
+  watchdog_storms_[prio]->add();
+  if (cfg_.watchdog_drop) {
+    auto& q = queues_[prio];
+    while (!q.empty()) {
+      Packet* p = q.front();
+      q.pop_front();
+      --waiting_;
+      account(p, false);
+      discard(p);
+    }
+  }
   kick();
 }
 

@@ -32,6 +32,11 @@ struct PortConfig {
   Bandwidth rate{};
   Time latency{};
   std::uint8_t lossless = 0;  // bitmask of PFC-enabled priorities (named counters for these)
+  // PFC watchdog (switch ports): a lossless priority paused without a break for this long is a
+  // pause storm; the port then ignores the pause for it until the pause ends (XON or expiry),
+  // and with `watchdog_drop` also discards its queued and arriving packets. 0 = off.
+  Time watchdog{};
+  bool watchdog_drop = true;
 };
 
 class EgressPort;
@@ -79,7 +84,10 @@ class EgressPort {
   // Tells an idle port that its owner may have packets now.
   void kick();
 
-  bool paused(std::uint8_t priority) const { return paused_until_[priority] > sim_.now(); }
+  bool paused(std::uint8_t priority) const {
+    return paused_until_[priority] > sim_.now() && !storm_[priority];
+  }
+  bool in_storm(std::uint8_t priority) const { return storm_[priority]; }
   // True while the far end holds `priority` paused (for deadlock detection).
   Time paused_until(std::uint8_t priority) const { return paused_until_[priority]; }
   Bytes queued(std::uint8_t priority) const { return queued_[priority]; }
@@ -97,6 +105,9 @@ class EgressPort {
   void on_tx_done(std::uint64_t);
   void on_arrival(std::uint64_t);
   void on_pause_expiry(std::uint64_t);
+  void on_watchdog(std::uint64_t);
+  void end_pause(std::uint8_t priority);
+  void discard(Packet* p);
   void apply_pause(std::uint8_t priority, std::uint16_t quanta);
   Packet* next_packet();
   void account(Packet* p, bool added);
@@ -115,7 +126,7 @@ class EgressPort {
   EgressPort* reverse_ = nullptr;
   PortOwner* owner_ = nullptr;
   bool owner_pulls_ = false;
-  HandlerId tx_done_, arrival_, pause_expiry_;
+  HandlerId tx_done_, arrival_, pause_expiry_, watchdog_;
   Time busy_until_{};             // the transmitter is busy before this time
   bool tx_done_pending_ = false;  // a transmission-done event is scheduled
   std::uint32_t waiting_ = 0;     // packets in control_ and queues_
@@ -129,6 +140,8 @@ class EgressPort {
   std::array<Time, kPriorities> paused_until_{};
   std::array<Time, kPriorities> pause_started_{};
   std::array<EventHandle, kPriorities> pause_timer_{};
+  std::array<EventHandle, kPriorities> watchdog_timer_{};
+  std::array<bool, kPriorities> storm_{};
   Bytes total_queued_{0};
   Bytes peak_queued_{0};
   std::deque<InFlight> wire_;
@@ -141,6 +154,8 @@ class EgressPort {
   std::array<Counter*, kPriorities> tx_pause_{};
   std::array<Counter*, kPriorities> rx_pause_{};
   std::array<Counter*, kPriorities> rx_pause_duration_ns_{};
+  std::array<Counter*, kPriorities> watchdog_storms_{};
+  std::array<Counter*, kPriorities> watchdog_dropped_{};
 };
 
 }  // namespace fabricsim

@@ -46,6 +46,8 @@ struct BufferConfig {
   bool pfc = false;
   std::uint8_t lossless = 0;  // bitmask of PFC priorities (when pfc)
   std::uint16_t pause_quanta = 0xffff;
+  Time pfc_watchdog{};            // pause-storm detection time on switch ports (0 = off)
+  bool pfc_watchdog_drop = true;  // storm action: drop the queue (true) or only ignore pause
   EcnConfig ecn{};
   std::uint8_t ecn_priorities = 0;  // bitmask
 };

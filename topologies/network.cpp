@@ -36,7 +36,9 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
       switches_[s]->add_port(
           {.rate = link.rate,
            .latency = link.latency + (peer_switch >= 0 ? params.switch_latency : Time::zero()),
-           .lossless = lossless});
+           .lossless = lossless,
+           .watchdog = params.buffer.pfc_watchdog,
+           .watchdog_drop = params.buffer.pfc_watchdog_drop});
       ends[&link].emplace_back(s, static_cast<std::uint16_t>(p));
     }
   }
