@@ -179,10 +179,13 @@ std::uint8_t priority_mask(ConfigReader& r, std::string_view key,
 void read_nic(ConfigReader& nic, Scenario& s) {
   RdmaConfig& n = s.network.nic;
   n.format.mtu = nic.bytes("mtu", Bytes(4096), false);
-  n.format.header = nic.bytes("header", kRoceV2WireOverhead, true);
+  // InfiniBand: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B per packet (no preamble, no gap);
+  // RoCEv2 pays 82 B (see kRoceV2WireOverhead).
+  const bool infiniband = s.cluster.fabric.technology == "infiniband";
+  n.format.header = nic.bytes("header", infiniband ? Bytes(26) : kRoceV2WireOverhead, true);
   if (n.format.mtu > Bytes(1 << 20))
     nic.error("mtu", fmt::format("must be at most 1MiB, got \"{}\"", to_string(n.format.mtu)));
-  n.control_bytes = nic.bytes("control_packet", Bytes(86), false);
+  n.control_bytes = nic.bytes("control_packet", infiniband ? Bytes(30) : Bytes(86), false);
   n.priority = static_cast<std::uint8_t>(nic.integer("priority", 3, 0, 7));
   n.cnp_priority = static_cast<std::uint8_t>(nic.integer("cnp_priority", 6, 0, 7));
   n.ack_interval = static_cast<int>(nic.integer("ack_interval", 1, 1, 1 << 20));
@@ -215,6 +218,18 @@ void read_switch(ConfigReader& sw, Scenario& s) {
   b.alpha = sw.real("alpha", 0.125, 1.0 / 1024, 64.0);
   b.resume_offset = sw.bytes("resume_offset", Bytes(3072), true);
   b.pfc = sw.boolean("pfc", false);
+  const bool infiniband = s.cluster.fabric.technology == "infiniband";
+  if (infiniband) {
+    // InfiniBand is lossless by credits; PFC and ECN are Ethernet mechanisms.
+    b.vl_credits = sw.bytes("vl_buffer", Bytes(64 * 1024), false);
+    if (b.pfc)
+      sw.error(
+          "pfc",
+          "PFC does not apply to fabric.technology = \"infiniband\" (credit-based flow control)");
+  } else {
+    sw.not_applicable({"vl_buffer"},
+                      "credit-based flow control is for fabric.technology = \"infiniband\"");
+  }
   b.lossless = priority_mask(sw, "lossless_priorities", {3});
   b.pause_quanta = static_cast<std::uint16_t>(sw.integer("pause_quanta", 0xffff, 1, 0xffff));
   b.pfc_watchdog = sw.time("pfc_watchdog", Time::zero(), true);
@@ -234,6 +249,8 @@ void read_switch(ConfigReader& sw, Scenario& s) {
   b.headroom = sw.has("headroom") ? sw.bytes("headroom", std::nullopt, true) : automatic;
   if (!sw.has("headroom")) (void)sw.bytes("headroom", automatic, true);
   b.ecn.enabled = sw.boolean("ecn", false);
+  if (infiniband && b.ecn.enabled)
+    sw.error("ecn", "ECN marking is not modelled for InfiniBand switches");
   b.ecn.kmin = sw.bytes("ecn_kmin", Bytes(100'000), true);
   b.ecn.kmax = sw.bytes("ecn_kmax", Bytes(400'000), false);
   b.ecn.pmax = sw.real("ecn_pmax", 0.2, 0.0, 1.0);

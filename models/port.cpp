@@ -15,10 +15,12 @@ EgressPort::EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& n
       arrival_(sim.bind<&EgressPort::on_arrival>(*this)),
       pause_expiry_(sim.bind<&EgressPort::on_pause_expiry>(*this)),
       watchdog_(sim.bind<&EgressPort::on_watchdog>(*this)),
+      credit_(sim.bind<&EgressPort::on_credit>(*this)),
       queue_gauge_(sim.probes().gauge(name + ".queue_bytes")),
       tx_packets_(sim.probes().counter(name + ".tx_packets")),
       tx_bytes_(sim.probes().counter(name + ".tx_bytes")),
       tx_data_packets_(sim.probes().counter(name + ".tx_data_packets")) {
+  credits_.fill(cfg.vl_credits);
   for (int p = 0; p < kPriorities; ++p) {
     if ((cfg.lossless >> p & 1) == 0) continue;
     tx_pause_[p] = &sim.probes().counter(fmt::format("{}.tx_prio{}_pause", name, p));
@@ -97,7 +99,9 @@ Packet* EgressPort::next_packet() {
   }
   for (int prio = kPriorities - 1; prio >= 0; --prio) {
     auto& q = queues_[prio];
-    if (q.empty() || paused(static_cast<std::uint8_t>(prio))) continue;
+    if (q.empty() || paused(static_cast<std::uint8_t>(prio)) ||
+        !has_credit(static_cast<std::uint8_t>(prio), q.front()->wire_bytes))
+      continue;
     Packet* p = q.front();
     q.pop_front();
     --waiting_;
@@ -114,6 +118,8 @@ void EgressPort::start_transmission(Packet* p) {
     cached_tx_time_ = tx_time(Bytes(p->wire_bytes), cfg_.rate);
   }
   const Time done = sim_.now() + cached_tx_time_;
+  if (cfg_.vl_credits > Bytes(0) && p->kind != PacketKind::kPause)
+    credits_[p->priority] -= Bytes(p->wire_bytes);
   tx_packets_.add();
   tx_bytes_.add(p->wire_bytes);
   if (p->kind == PacketKind::kData) tx_data_packets_.add();
@@ -124,6 +130,16 @@ void EgressPort::start_transmission(Packet* p) {
   }
   if (wire_.empty()) sim_.schedule_at(done + cfg_.latency, arrival_);
   wire_.push_back({done + cfg_.latency, p});
+}
+
+void EgressPort::return_credit(std::uint8_t priority, std::uint32_t bytes) {
+  if (cfg_.vl_credits == Bytes(0)) return;
+  sim_.schedule_in(cfg_.latency, credit_, (std::uint64_t{priority} << 32) | bytes);
+}
+
+void EgressPort::on_credit(std::uint64_t payload) {
+  credits_[payload >> 32] += Bytes(static_cast<Bytes::rep>(payload & 0xffffffffu));
+  kick();
 }
 
 void EgressPort::on_tx_done(std::uint64_t) {

@@ -37,6 +37,11 @@ struct PortConfig {
   // and with `watchdog_drop` also discards its queued and arriving packets. 0 = off.
   Time watchdog{};
   bool watchdog_drop = true;
+  // InfiniBand link-level flow control: the far end's receive buffer per virtual lane (here:
+  // per priority), in bytes. A packet is sent only if its bytes fit in the credits left; the
+  // far end returns the credits when the packet leaves its buffer, one link latency later
+  // (flow-control packets). 0 = no credit flow control (Ethernet).
+  Bytes vl_credits{};
 };
 
 class EgressPort;
@@ -84,6 +89,12 @@ class EgressPort {
   // Tells an idle port that its owner may have packets now.
   void kick();
 
+  // Whether a packet of `bytes` of `priority` could go now as far as credits are concerned.
+  bool has_credit(std::uint8_t priority, std::uint32_t bytes) const {
+    return cfg_.vl_credits == Bytes(0) || credits_[priority] >= Bytes(bytes);
+  }
+  // Credits come back from the far end (called there; they arrive one link latency later).
+  void return_credit(std::uint8_t priority, std::uint32_t bytes);
   bool paused(std::uint8_t priority) const {
     return paused_until_[priority] > sim_.now() && !storm_[priority];
   }
@@ -106,6 +117,7 @@ class EgressPort {
   void on_arrival(std::uint64_t);
   void on_pause_expiry(std::uint64_t);
   void on_watchdog(std::uint64_t);
+  void on_credit(std::uint64_t);
   void end_pause(std::uint8_t priority);
   void discard(Packet* p);
   void apply_pause(std::uint8_t priority, std::uint16_t quanta);
@@ -126,7 +138,8 @@ class EgressPort {
   EgressPort* reverse_ = nullptr;
   PortOwner* owner_ = nullptr;
   bool owner_pulls_ = false;
-  HandlerId tx_done_, arrival_, pause_expiry_, watchdog_;
+  HandlerId tx_done_, arrival_, pause_expiry_, watchdog_, credit_;
+  std::array<Bytes, kPriorities> credits_{};
   Time busy_until_{};             // the transmitter is busy before this time
   bool tx_done_pending_ = false;  // a transmission-done event is scheduled
   std::uint32_t waiting_ = 0;     // packets in control_ and queues_

@@ -71,7 +71,9 @@ void RdmaNic::on_message_start(std::uint64_t id) {
 }
 
 Packet* RdmaNic::pull(EgressPort& port) {
-  if (port.paused(cfg_.priority) || active_.empty()) return nullptr;
+  const auto largest = static_cast<std::uint32_t>((cfg_.format.mtu + cfg_.format.header).count());
+  if (port.paused(cfg_.priority) || !port.has_credit(cfg_.priority, largest) || active_.empty())
+    return nullptr;
   const Time now = sim_.now();
   Time earliest = Time::max();
   const std::size_t n = active_.size();
@@ -153,6 +155,7 @@ void RdmaNic::send_control(PacketKind kind, std::uint64_t message, std::uint32_t
 }
 
 void RdmaNic::receive(Packet* p, std::uint16_t) {
+  port_.reverse()->return_credit(p->priority, p->wire_bytes);  // consumed at once (IB credits)
   switch (p->kind) {
     case PacketKind::kData:
       on_data(p);

@@ -58,7 +58,11 @@ void Switch::receive(Packet* p, std::uint16_t ingress) {
   EgressPort& out = *ports_[forwarding_.egress(index_, *p)];
   IngressQueue& q = queues_[ingress * 8u + p->priority];
   const Bytes size(p->wire_bytes);
-  if (q.reserved + size <= cfg_.reserved) {
+  if (cfg_.vl_credits > Bytes(0)) {
+    // The upstream port held credits for these bytes: room is guaranteed.
+    q.reserved += size;
+    p->charge = kReserved;
+  } else if (q.reserved + size <= cfg_.reserved) {
     q.reserved += size;
     p->charge = kReserved;
   } else if (q.shared + size <= threshold() && shared_used_ + size <= shared_pool_) {
@@ -129,6 +133,9 @@ void Switch::on_dequeue(EgressPort& port, Packet& p) {
   }
   used_ -= size;
   buffer_used_.set(static_cast<double>(used_.count()));
+  // The buffer the packet held on its ingress is free again: give the credits back upstream.
+  if (cfg_.vl_credits > Bytes(0))
+    ports_[p.ingress]->reverse()->return_credit(p.priority, p.wire_bytes);
   if (cfg_.ecn.enabled && (cfg_.ecn_priorities >> p.priority & 1) && p.kind == PacketKind::kData) {
     const Bytes qlen = port.queued(p.priority);
     double mark = 0;

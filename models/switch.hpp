@@ -49,6 +49,9 @@ struct BufferConfig {
   Time pfc_watchdog{};            // pause-storm detection time on switch ports (0 = off)
   bool pfc_watchdog_drop = true;  // storm action: drop the queue (true) or only ignore pause
   EcnConfig ecn{};
+  // InfiniBand: credit-based flow control with this receive buffer per (port, VL); the switch
+  // then never drops, sends no PFC and marks no ECN (IB congestion control is not modelled).
+  Bytes vl_credits{};
   std::uint8_t ecn_priorities = 0;  // bitmask
 };
 

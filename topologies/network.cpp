@@ -20,8 +20,10 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
   for (std::size_t e = 0; e < routing.endpoint_count(); ++e) {
     endpoint_of_vertex[topo.endpoints()[e]] = static_cast<std::int32_t>(e);
     const LinkInfo& link = g[routing.endpoint_link(e)];
-    const PortConfig port{
-        .rate = link.rate, .latency = link.latency + params.switch_latency, .lossless = lossless};
+    const PortConfig port{.rate = link.rate,
+                          .latency = link.latency + params.switch_latency,
+                          .lossless = lossless,
+                          .vl_credits = params.buffer.vl_credits};
     nics_.push_back(std::make_unique<RdmaNic>(sim, pool_, messages_, qps_, errors_,
                                               static_cast<std::uint32_t>(e),
                                               g[topo.endpoints()[e]].name, params.nic, port));
@@ -38,7 +40,8 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
            .latency = link.latency + (peer_switch >= 0 ? params.switch_latency : Time::zero()),
            .lossless = lossless,
            .watchdog = params.buffer.pfc_watchdog,
-           .watchdog_drop = params.buffer.pfc_watchdog_drop});
+           .watchdog_drop = params.buffer.pfc_watchdog_drop,
+           .vl_credits = params.buffer.vl_credits});
       ends[&link].emplace_back(s, static_cast<std::uint16_t>(p));
     }
   }
