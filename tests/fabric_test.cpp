@@ -69,6 +69,23 @@ struct FabricRun {
   }
 };
 
+// Ring of 5 switches, 2 hosts each; every host sends to the host 4 positions on (2 switches
+// clockwise, a unique shortest path). Each ring link carries 4 flows of 100 Gb/s.
+constexpr const char* kDeadlockRing = R"(
+[fabric]
+kind = "ring"
+ring_switches = 5
+hosts = 10
+link_rate = "100Gbps"
+[switch]
+buffer = "512KiB"
+pfc = true
+[traffic]
+pattern = "permutation"
+shift = 4
+message_size = "8MiB"
+)";
+
 std::string star(int hosts, const std::string& extra = "") {
   return fmt::format(R"(
 [fabric]
@@ -224,28 +241,10 @@ message_size = "4MiB"
 }
 
 TEST(PacketFabric, CyclicRoutesOnALosslessRingDeadlockAndTheCycleIsReported) {
-  // Ring of 5 switches, 2 hosts each; every host sends to the host 4 positions on (2 switches
-  // clockwise, a unique shortest path). Each ring link carries 4 flows of 100 Gb/s, so every
-  // ring egress queue fills, pauses its upstream neighbour, and the pauses chase each other
-  // round the ring: a cyclic buffer dependency that never drains.
-  const std::string toml = R"(
-[simulation]
-stop_time = "50ms"
-deadlock_check_interval = "20us"
-[fabric]
-kind = "ring"
-ring_switches = 5
-hosts = 10
-link_rate = "100Gbps"
-[switch]
-buffer = "512KiB"
-pfc = true
-[traffic]
-pattern = "permutation"
-shift = 4
-message_size = "8MiB"
-)";
-  FabricRun run(toml);
+  // kDeadlockRing: every ring egress queue fills, pauses its upstream neighbour, and the pauses
+  // chase each other round the ring: a cyclic buffer dependency that never drains.
+  FabricRun run(kDeadlockRing,
+                {"simulation.stop_time=\"50ms\"", "simulation.deadlock_check_interval=\"20us\""});
   ASSERT_TRUE(run.monitor->verdict().has_value());
   EXPECT_EQ(*run.monitor->verdict(), "deadlock");
   EXPECT_EQ(run.reason, StopReason::kStopped);
@@ -260,33 +259,18 @@ TEST(PacketFabric, APfcWatchdogBreaksTheRingDeadlockAndDataKeepsMoving) {
   // cycle freezes after a few hundred microseconds; with a 200 us dropping watchdog each stuck
   // queue is declared a pause storm and flushed, go-back-N (ACK timeout 4.096 us x 2^7) resends,
   // and data keeps being delivered (the cycle re-forms, so progress is slow but steady).
-  const std::string toml = R"(
-[simulation]
-stop_time = "20ms"
-deadlock_check_interval = "0s"
-no_progress_timeout = "0s"
-[fabric]
-kind = "ring"
-ring_switches = 5
-hosts = 10
-link_rate = "100Gbps"
-[nic]
-ib_timeout = 7
-[switch]
-buffer = "512KiB"
-pfc = true
-[traffic]
-pattern = "permutation"
-shift = 4
-message_size = "8MiB"
-)";
+  const std::vector<std::string> set{"simulation.stop_time=\"20ms\"",
+                                     "simulation.deadlock_check_interval=\"0s\"",
+                                     "simulation.no_progress_timeout=\"0s\"", "nic.ib_timeout=7"};
   const auto delivered = [](const FabricRun& run) {
     Bytes total{0};
     for (const Message& m : const_cast<FabricRun&>(run).net.messages()) total += m.received;
     return total;
   };
-  FabricRun stuck(toml);
-  FabricRun rescued(toml, {"switch.pfc_watchdog=\"200us\""});
+  FabricRun stuck(kDeadlockRing, set);
+  auto with_watchdog = set;
+  with_watchdog.push_back("switch.pfc_watchdog=\"200us\"");
+  FabricRun rescued(kDeadlockRing, with_watchdog);
   EXPECT_GT(rescued.sum("ring", "_storms"), 0u);
   EXPECT_GT(rescued.sum("ring", "pfc_watchdog_prio3_dropped"), 0u);
   EXPECT_GT(delivered(rescued), delivered(stuck) * 2) << delivered(stuck).count();
