@@ -232,6 +232,10 @@ void read_switch(ConfigReader& sw, Scenario& s) {
   }
   b.lossless = priority_mask(sw, "lossless_priorities", {3});
   b.pause_quanta = static_cast<std::uint16_t>(sw.integer("pause_quanta", 0xffff, 1, 0xffff));
+  b.pfc_xoff = sw.bytes("pfc_xoff", Bytes(0), true);
+  b.pfc_xon = sw.bytes("pfc_xon", Bytes(0), true);
+  if (b.pfc_xoff > Bytes(0) && b.pfc_xon >= b.pfc_xoff)
+    sw.error("pfc_xon", fmt::format("must be below switch.pfc_xoff ({})", to_string(b.pfc_xoff)));
   b.pfc_watchdog = sw.time("pfc_watchdog", Time::zero(), true);
   b.pfc_watchdog_drop = sw.choice("pfc_watchdog_action", "drop", {"drop", "ignore"}) == "drop";
   // Headroom: what can still arrive after XOFF is sent, for the longest cable at the link rate

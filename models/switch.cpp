@@ -87,7 +87,10 @@ void Switch::receive(Packet* p, std::uint16_t ingress) {
 
 void Switch::check_xoff(std::size_t ingress, std::uint8_t priority) {
   IngressQueue& q = queues_[ingress * 8 + priority];
-  if (q.xoff || (q.headroom == Bytes(0) && q.shared < threshold())) return;
+  if (q.xoff) return;
+  if (cfg_.pfc_xoff > Bytes(0) ? q.reserved + q.shared + q.headroom < cfg_.pfc_xoff
+                               : q.headroom == Bytes(0) && q.shared < threshold())
+    return;
   q.xoff = true;
   ++q.refresh_generation;
   ports_[ingress]->send_pause(priority, cfg_.pause_quanta);
@@ -97,7 +100,10 @@ void Switch::check_xoff(std::size_t ingress, std::uint8_t priority) {
 
 void Switch::check_xon(std::size_t ingress, std::uint8_t priority) {
   IngressQueue& q = queues_[ingress * 8 + priority];
-  if (!q.xoff || q.headroom > Bytes(0) || q.shared + cfg_.resume_offset > threshold()) return;
+  if (!q.xoff) return;
+  if (cfg_.pfc_xoff > Bytes(0) ? q.reserved + q.shared + q.headroom > cfg_.pfc_xon
+                               : q.headroom > Bytes(0) || q.shared + cfg_.resume_offset > threshold())
+    return;
   q.xoff = false;
   ++q.refresh_generation;
   ports_[ingress]->send_pause(priority, 0);

@@ -14,8 +14,9 @@
 //   small: it is counted separately).
 // PFC: an ingress queue of a lossless priority sends XOFF upstream when it uses headroom or its
 // shared bytes reach T, refreshes the pause every half pause time while that holds, and sends
-// XON when headroom is empty and shared + resume_offset <= T. Bytes are released when the
-// packet leaves its egress queue.
+// XON when headroom is empty and shared + resume_offset <= T. With static thresholds instead:
+// XOFF when its occupancy (reserved + shared + headroom) reaches pfc_xoff, XON at pfc_xon.
+// Bytes are released when the packet leaves its egress queue.
 // ECN: when a packet of an ECN-enabled priority leaves its egress queue, it is CE-marked with
 // probability 0 below Kmin bytes queued (that priority, that port), rising linearly to Pmax at
 // Kmax, and 1 above Kmax (DCQCN's RED-like marking, at dequeue as in the HPCC simulator).
@@ -43,6 +44,10 @@ struct BufferConfig {
   double alpha = 1.0 / 8;  // dynamic threshold factor
   Bytes headroom{};        // per lossless ingress (port, priority)
   Bytes resume_offset{};   // hysteresis between XOFF and XON
+  // Static PFC thresholds on an ingress queue's total occupancy, as many switches also offer:
+  // XOFF at or above pfc_xoff, XON at or below pfc_xon. pfc_xoff = 0: dynamic (above).
+  Bytes pfc_xoff{};
+  Bytes pfc_xon{};
   bool pfc = false;
   std::uint8_t lossless = 0;  // bitmask of PFC priorities (when pfc)
   std::uint16_t pause_quanta = 0xffff;
