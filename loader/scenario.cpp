@@ -178,20 +178,38 @@ std::uint8_t priority_mask(ConfigReader& r, std::string_view key,
 
 void read_nic(ConfigReader& nic, Scenario& s) {
   RdmaConfig& n = s.network.nic;
+  const bool tcp = nic.choice("transport", "rdma", {"rdma", "tcp"}) == "tcp";
+  n.transport = tcp ? Transport::kTcp : Transport::kRdma;
   n.format.mtu = nic.bytes("mtu", Bytes(4096), false);
   // InfiniBand: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B per packet (no preamble, no gap);
   // RoCEv2 pays 82 B (see kRoceV2WireOverhead).
   const bool infiniband = s.cluster.fabric.technology == "infiniband";
-  n.format.header = nic.bytes("header", infiniband ? Bytes(26) : kRoceV2WireOverhead, true);
+  // TCP over Ethernet: Eth 14 + IPv4 20 + TCP 32 (with timestamps) + FCS 4 + preamble 8 + IFG 12.
+  const Bytes default_header = tcp ? Bytes(90) : infiniband ? Bytes(26) : kRoceV2WireOverhead;
+  n.format.header = nic.bytes("header", default_header, true);
   if (n.format.mtu > Bytes(1 << 20))
     nic.error("mtu", fmt::format("must be at most 1MiB, got \"{}\"", to_string(n.format.mtu)));
-  n.control_bytes = nic.bytes("control_packet", infiniband ? Bytes(30) : Bytes(86), false);
-  n.priority = static_cast<std::uint8_t>(nic.integer("priority", 3, 0, 7));
+  n.control_bytes = nic.bytes("control_packet",
+                              tcp          ? Bytes(90)
+                              : infiniband ? Bytes(30)
+                                           : Bytes(86),
+                              false);
+  n.priority = static_cast<std::uint8_t>(nic.integer("priority", tcp ? 0 : 3, 0, 7));
   n.cnp_priority = static_cast<std::uint8_t>(nic.integer("cnp_priority", 6, 0, 7));
   n.ack_interval = static_cast<int>(nic.integer("ack_interval", 1, 1, 1 << 20));
   // NCCL's defaults (NCCL_IB_TIMEOUT=20, NCCL_IB_RETRY_CNT=7 since 2.23).
   n.ib_timeout = static_cast<int>(nic.integer("ib_timeout", 20, 0, 31));
   n.ib_retry_cnt = static_cast<int>(nic.integer("ib_retry_cnt", 7, 0, 7));
+  {
+    ConfigReader t = nic.table("tcp");
+    if (!tcp && nic.has("tcp")) t.error("congestion", "applies only to nic.transport = \"tcp\"");
+    n.tcp.dctcp = t.choice("congestion", "newreno", {"newreno", "dctcp"}) == "dctcp";
+    n.tcp.initial_window = static_cast<int>(t.integer("initial_window", 10, 1, 1 << 16));
+    n.tcp.min_rto = t.time("min_rto", n.tcp.min_rto, false);
+    n.tcp.dctcp_g = t.real("dctcp_g", n.tcp.dctcp_g, 0.0, 1.0);
+    n.tcp.host_latency = t.time("host_latency", n.tcp.host_latency, true);
+    t.finish();
+  }
   ConfigReader d = nic.table("dcqcn");
   DcqcnConfig& c = n.dcqcn;
   c.enabled = d.boolean("enabled", false);
@@ -258,7 +276,7 @@ void read_switch(ConfigReader& sw, Scenario& s) {
   b.ecn.kmin = sw.bytes("ecn_kmin", Bytes(100'000), true);
   b.ecn.kmax = sw.bytes("ecn_kmax", Bytes(400'000), false);
   b.ecn.pmax = sw.real("ecn_pmax", 0.2, 0.0, 1.0);
-  b.ecn_priorities = priority_mask(sw, "ecn_priorities", {3});
+  b.ecn_priorities = priority_mask(sw, "ecn_priorities", {s.network.nic.priority});
   if (b.ecn.kmax <= b.ecn.kmin)
     sw.error("ecn_kmax", fmt::format("must be above switch.ecn_kmin ({})", to_string(b.ecn.kmin)));
 }

@@ -39,6 +39,7 @@ RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, std::vector<Message>& log,
 }
 
 Time RdmaNic::rto() const {
+  if (tcp()) return cfg_.tcp.min_rto;
   // IBA 12.7.34: 4.096 us x 2^timeout; 0 means infinite.
   if (cfg_.ib_timeout <= 0 || cfg_.ib_timeout >= 32) return Time::max();
   return Time::from_ps(4'096'000LL << cfg_.ib_timeout);
@@ -54,7 +55,8 @@ void RdmaNic::schedule_message(std::uint64_t id) {
   qp.target_bps = line_bps_;
   qp.rate_gauge = &sim_.probes().gauge(fmt::format("{}.qp{}.rate_gbps", name_, id));
   qp.rate_gauge->set(line_bps_ * 1e-9);
-  sim_.schedule_at(m.start, start_, id);
+  qp.cwnd = cfg_.tcp.initial_window;
+  sim_.schedule_at(m.start + (tcp() ? cfg_.tcp.host_latency : Time::zero()), start_, id);
 }
 
 void RdmaNic::set_rate(QueuePair& qp, double bps) {
@@ -81,32 +83,39 @@ Packet* RdmaNic::pull(EgressPort& port) {
     const std::size_t slot = (round_robin_ + k) % n;
     const std::uint64_t id = active_[slot];
     QueuePair& qp = qps_[id];
-    if (qp.next_psn >= qp.packets) continue;  // all sent, waiting for ACKs
+    const bool retransmit = qp.retx != UINT32_MAX;
+    if (!retransmit && qp.next_psn >= qp.packets) continue;  // all sent, waiting for ACKs
+    if (tcp() && !retransmit && qp.next_psn >= qp.una + static_cast<std::uint32_t>(qp.cwnd))
+      continue;  // window full
     if (qp.next_send > now) {
       earliest = std::min(earliest, qp.next_send);
       continue;
     }
     round_robin_ = slot + 1;
     const Message& m = log_[id];
-    const auto mtu = cfg_.format.mtu.count();
-    const Bytes::rep offset = static_cast<Bytes::rep>(qp.next_psn) * mtu;
-    const Bytes::rep payload = std::min<Bytes::rep>(mtu, m.size.count() - offset);
+    const std::uint32_t psn = retransmit ? qp.retx : qp.next_psn;
+    const Bytes::rep payload = payload_of(id, psn);
     Packet* p = pool_.acquire();
     p->kind = PacketKind::kData;
     p->message = id;
     p->src = index_;
     p->dst = m.dst;
-    p->psn = qp.next_psn;
+    p->psn = psn;
     p->payload = static_cast<std::uint32_t>(payload);
     p->wire_bytes = static_cast<std::uint32_t>(payload + cfg_.format.header.count());
     p->priority = cfg_.priority;
-    p->last = qp.next_psn + 1 == qp.packets;
+    p->last = psn + 1 == qp.packets;
     if (qp.next_psn == qp.una && rto() != Time::max()) {
       // First packet outstanding: the ACK timer starts now.
       qp.last_progress = now;
       arm_rto(id, now + rto());
     }
-    ++qp.next_psn;
+    if (retransmit) {
+      qp.retx = UINT32_MAX;
+      retransmitted_.add();
+    } else {
+      ++qp.next_psn;
+    }
     // Pacing at RC: the next packet of this QP may start wire_bytes / RC from now.
     if (qp.rate_bps < line_bps_)
       qp.next_send =
@@ -154,8 +163,20 @@ void RdmaNic::send_control(PacketKind kind, std::uint64_t message, std::uint32_t
   port_.enqueue(p);
 }
 
+std::uint32_t RdmaNic::payload_of(std::uint64_t id, std::uint32_t psn) const {
+  const auto mtu = cfg_.format.mtu.count();
+  return static_cast<std::uint32_t>(
+      std::min<Bytes::rep>(mtu, log_[id].size.count() - static_cast<Bytes::rep>(psn) * mtu));
+}
+
 void RdmaNic::receive(Packet* p, std::uint16_t) {
   port_.reverse()->return_credit(p->priority, p->wire_bytes);  // consumed at once (IB credits)
+  if (tcp()) {
+    if (p->kind == PacketKind::kData) tcp_on_data(p);
+    if (p->kind == PacketKind::kAck) tcp_on_ack(p->message, p->psn, p->ecn);
+    pool_.release(p);
+    return;
+  }
   switch (p->kind) {
     case PacketKind::kData:
       on_data(p);
@@ -302,11 +323,17 @@ void RdmaNic::on_timer(std::uint64_t payload) {
     case kRto: {
       qp.rto_armed = false;
       if (!qp.active) return;
-      if (now - qp.last_progress < rto()) {
-        arm_rto(id, qp.last_progress + rto());  // progress since it was armed
+      // TCP backs the timer off exponentially (up to 64 x) while no progress is made.
+      const Time timeout = tcp() ? rto() * (Time::rep{1} << std::min(qp.retries, 6)) : rto();
+      if (now - qp.last_progress < timeout) {
+        arm_rto(id, qp.last_progress + timeout);  // progress since it was armed
         return;
       }
       timeouts_.add();
+      if (tcp()) {
+        tcp_timeout(id);
+        return;
+      }
       retry(id, "local ACK timeout");
       return;
     }
@@ -351,6 +378,113 @@ void RdmaNic::on_timer(std::uint64_t payload) {
       return;
     }
   }
+}
+
+void RdmaNic::tcp_on_data(Packet* p) {
+  QueuePair& qp = qps_[p->message];
+  Message& m = log_[p->message];
+  if (p->psn >= qp.expected && qp.out_of_order.size() < qp.packets)
+    qp.out_of_order.resize(qp.packets);
+  if (p->psn == qp.expected) {
+    // Deliver this segment and every held one that now follows in order.
+    do {
+      m.received += Bytes(payload_of(p->message, qp.expected));
+      rx_bytes_.add(payload_of(p->message, qp.expected));
+      ++qp.expected;
+    } while (qp.expected < qp.packets && qp.out_of_order[qp.expected]);
+    if (qp.expected == qp.packets) {
+      m.finish = sim_.now() + cfg_.tcp.host_latency;
+      rx_messages_.add();
+    }
+  } else if (p->psn > qp.expected) {
+    qp.out_of_order[p->psn] = true;
+  }
+  // Cumulative ACK (the next segment expected), echoing a CE mark.
+  Packet* ack = pool_.acquire();
+  ack->kind = PacketKind::kAck;
+  ack->message = p->message;
+  ack->src = index_;
+  ack->dst = p->src;
+  ack->psn = qp.expected;
+  ack->ecn = p->ecn;
+  ack->wire_bytes = static_cast<std::uint32_t>(cfg_.control_bytes.count());
+  ack->priority = cfg_.priority;
+  port_.enqueue(ack);
+}
+
+void RdmaNic::tcp_on_ack(std::uint64_t id, std::uint32_t cumulative, bool ece) {
+  QueuePair& qp = qps_[id];
+  if (!qp.active) return;
+  const TcpConfig& t = cfg_.tcp;
+  if (cumulative > qp.una) {
+    const std::uint32_t newly = cumulative - qp.una;
+    qp.una = cumulative;
+    qp.next_psn = std::max(qp.next_psn, qp.una);
+    qp.last_progress = sim_.now();
+    qp.retries = 0;
+    qp.dupacks = 0;
+    if (qp.retx != UINT32_MAX && qp.retx < qp.una) qp.retx = UINT32_MAX;
+    qp.acked_in_window += newly;
+    if (ece) qp.marked_in_window += newly;
+    if (qp.in_recovery) {
+      if (qp.una >= qp.recover) {
+        qp.in_recovery = false;
+        qp.cwnd = qp.ssthresh;
+      } else {
+        qp.retx = qp.una;  // NewReno partial ACK: the next hole
+      }
+    } else {
+      for (std::uint32_t i = 0; i < newly; ++i)
+        qp.cwnd += qp.cwnd < qp.ssthresh ? 1.0 : 1.0 / qp.cwnd;
+    }
+    if (t.dctcp && qp.una >= qp.window_end) {
+      // Once per window: alpha <- (1-g) alpha + g F; cut by alpha/2 if anything was marked.
+      const double f =
+          qp.acked_in_window > 0 ? double(qp.marked_in_window) / qp.acked_in_window : 0;
+      qp.dctcp_alpha = (1 - t.dctcp_g) * qp.dctcp_alpha + t.dctcp_g * f;
+      if (qp.marked_in_window > 0) {
+        qp.cwnd = std::max(1.0, qp.cwnd * (1 - qp.dctcp_alpha / 2));
+        qp.ssthresh = qp.cwnd;
+      }
+      qp.acked_in_window = qp.marked_in_window = 0;
+      qp.window_end = qp.next_psn;
+    } else if (!t.dctcp && ece && qp.una >= qp.cwr_end) {
+      qp.ssthresh = std::max(2.0, qp.cwnd / 2);  // classic ECN: like one loss per window
+      qp.cwnd = qp.ssthresh;
+      qp.cwr_end = qp.next_psn;
+    }
+    if (qp.una >= qp.packets) {
+      finish_sender(id);
+      return;
+    }
+  } else if (cumulative == qp.una && qp.next_psn > qp.una) {
+    if (++qp.dupacks == 3 && !qp.in_recovery) {
+      // Fast retransmit, fast recovery.
+      qp.ssthresh = std::max(2.0, qp.cwnd / 2);
+      qp.cwnd = qp.ssthresh + 3;
+      qp.recover = qp.next_psn;
+      qp.in_recovery = true;
+      qp.retx = qp.una;
+    } else if (qp.in_recovery) {
+      qp.cwnd += 1;
+    }
+  }
+  port_.kick();
+}
+
+void RdmaNic::tcp_timeout(std::uint64_t id) {
+  QueuePair& qp = qps_[id];
+  qp.ssthresh = std::max(2.0, qp.cwnd / 2);
+  qp.cwnd = 1;
+  retransmitted_.add(qp.next_psn - qp.una);
+  qp.next_psn = qp.una;
+  qp.in_recovery = false;
+  qp.dupacks = 0;
+  qp.retx = UINT32_MAX;
+  ++qp.retries;
+  qp.last_progress = sim_.now();
+  arm_rto(id, sim_.now() + rto() * (Time::rep{1} << std::min(qp.retries, 6)));
+  port_.kick();
 }
 
 }  // namespace fabricsim

@@ -54,7 +54,29 @@ struct DcqcnConfig {
   Time min_time_between_cnps = Time::from_ps(4'000'000);  // notification point
 };
 
+// Plain Ethernet/TCP, the third transport the seed compares: window-based, on a lossy class.
+//   NewReno: slow start from `initial_window` segments, congestion avoidance (+1/cwnd per ACKed
+//     segment), fast retransmit after 3 duplicate ACKs with NewReno partial-ACK recovery,
+//     retransmission timeout RTO = min_rto x 2^backoff (cwnd back to 1); ECN-echo halves cwnd
+//     at most once per window.
+//   DCTCP: the same, but on ECN-echo once per window cwnd *= (1 - alpha/2) with
+//     alpha <- (1-g) alpha + g F, F the fraction of the window's bytes that were marked.
+// The receiver keeps out-of-order segments and ACKs every segment cumulatively (echoing CE).
+// The kernel stack's per-message CPU time `host_latency` delays the start at the sender and
+// the completion at the receiver.
+struct TcpConfig {
+  bool dctcp = false;
+  int initial_window = 10;
+  Time min_rto = Time::from_ps(200'000'000'000);  // 200 ms, Linux's TCP_RTO_MIN
+  double dctcp_g = 1.0 / 16;
+  Time host_latency = Time::from_ps(5'000'000);  // 5 us: an estimate, configurable
+};
+
+enum class Transport { kRdma, kTcp };
+
 struct RdmaConfig {
+  Transport transport = Transport::kRdma;
+  TcpConfig tcp{};
   PacketFormat format{};
   Bytes control_bytes{86};  // ACK/NAK/CNP on the wire: 82 B of headers + 4 B AETH
   std::uint8_t priority = 3;
@@ -84,7 +106,14 @@ struct QueuePair {
   bool rto_armed = false;
   bool active = false;  // in its sender's round-robin list
   Gauge* rate_gauge = nullptr;
+  // TCP sender
+  double cwnd = 0, ssthresh = 1e9, dctcp_alpha = 0;
+  int dupacks = 0;
+  bool in_recovery = false;
+  std::uint32_t recover = 0, retx = UINT32_MAX, window_end = 0, cwr_end = 0;
+  std::uint32_t acked_in_window = 0, marked_in_window = 0;
   // receiver
+  std::vector<bool> out_of_order;  // TCP: segments held beyond `expected`
   std::uint32_t expected = 0;
   Time last_cnp = Time::max();
   bool nak_sent = false;
@@ -125,6 +154,11 @@ class RdmaNic final : public PacketSink, public PortOwner {
   void retry(std::uint64_t id, const char* why);
   void finish_sender(std::uint64_t id);
   void on_data(Packet* p);
+  void tcp_on_data(Packet* p);
+  void tcp_on_ack(std::uint64_t id, std::uint32_t cumulative, bool ece);
+  void tcp_timeout(std::uint64_t id);
+  std::uint32_t payload_of(std::uint64_t id, std::uint32_t psn) const;
+  bool tcp() const { return cfg_.transport == Transport::kTcp; }
   Time rto() const;
   void set_rate(QueuePair& qp, double bps);
 

@@ -101,8 +101,9 @@ void Switch::check_xoff(std::size_t ingress, std::uint8_t priority) {
 void Switch::check_xon(std::size_t ingress, std::uint8_t priority) {
   IngressQueue& q = queues_[ingress * 8 + priority];
   if (!q.xoff) return;
-  if (cfg_.pfc_xoff > Bytes(0) ? q.reserved + q.shared + q.headroom > cfg_.pfc_xon
-                               : q.headroom > Bytes(0) || q.shared + cfg_.resume_offset > threshold())
+  if (cfg_.pfc_xoff > Bytes(0)
+          ? q.reserved + q.shared + q.headroom > cfg_.pfc_xon
+          : q.headroom > Bytes(0) || q.shared + cfg_.resume_offset > threshold())
     return;
   q.xoff = false;
   ++q.refresh_generation;

@@ -344,6 +344,48 @@ TEST(PacketFabric, InfiniBandCreditsMakeIncastLosslessWithoutPauseFrames) {
   EXPECT_LE(run.net.network_switch(0).port(0).peak_queued(), Bytes(8 * 16 * 1024));
 }
 
+TEST(PacketFabric, OneTcpFlowIsNeverWindowLimitedAndTakesTheHandComputedTime) {
+  // One 16 MiB TCP flow on an idle 100 Gb/s path. The RTT (a 4186 B segment out, a 90 B ACK
+  // back, 2 x (15 ns + 300 ns + 15 ns) of latency) is about 1.4 us, a BDP of ~17.5 KB, less than
+  // the initial window of 10 segments: the sender is never window-limited and the flow takes
+  // what an RDMA flow takes plus the kernel's 5 us at each end:
+  //   finish = 5 us + (N + 1) tx(4096 + 90 B) + 330 ns + 5 us,  N = 4096 segments.
+  FabricRun run(star(2), {"nic.transport=\"tcp\"", "traffic.message_size=\"16MiB\""});
+  const Message& m = run.net.messages()[0];
+  ASSERT_TRUE(m.complete());
+  const Time tx = tx_time(Bytes(4096 + 90), 100_Gbps);
+  EXPECT_EQ(m.finish, 5_us + tx * (4096 + 1) + 330_ns + 5_us);
+}
+
+TEST(PacketFabric, TcpIncastLosesAndRecoversAndDctcpLosesLess) {
+  // 4:1 incast of 4 MiB TCP flows into 512 KiB of buffer (lossy class, RTO 1 ms). NewReno
+  // overflows the buffer, recovers by fast retransmit and timeouts, and delivers every byte
+  // once; DCTCP with a step marking threshold at 30 KB keeps the queue short, drops less and
+  // finishes sooner.
+  const std::string toml = star(5) + "\n";
+  const std::vector<std::string> base{"nic.transport=\"tcp\"", "nic.tcp.min_rto=\"1ms\"",
+                                      "switch.buffer=\"512KiB\"", "traffic.message_size=\"4MiB\""};
+  FabricRun reno(toml, base);
+  auto dctcp_set = base;
+  for (const char* k :
+       {"nic.tcp.congestion=\"dctcp\"", "switch.ecn=true", "switch.ecn_kmin=\"30KB\"",
+        "switch.ecn_kmax=\"31KB\"", "switch.ecn_pmax=1.0"})
+    dctcp_set.emplace_back(k);
+  FabricRun dctcp(toml, dctcp_set);
+  EXPECT_GT(reno.counter("switch0.drop_packets"), 0u);
+  EXPECT_GT(reno.sum("host", ".retransmitted_packets"), 0u);
+  EXPECT_EQ(reno.counter("host0.rx_payload_bytes"), 4u * (4u << 20));
+  EXPECT_EQ(dctcp.counter("host0.rx_payload_bytes"), 4u * (4u << 20));
+  EXPECT_LT(dctcp.counter("switch0.drop_packets"), reno.counter("switch0.drop_packets"));
+  EXPECT_GT(dctcp.counter("switch0.ecn_marked_packets"), 0u);
+  const auto makespan = [](FabricRun& run) {
+    Time last = Time::zero();
+    for (const Message& m : run.net.messages()) last = std::max(last, m.finish);
+    return last;
+  };
+  EXPECT_LT(makespan(dctcp), makespan(reno));
+}
+
 TEST(PacketFabric, SameSeedGivesIdenticalCountersAndTimeSeries) {
   const std::string toml = star(5, "messages = 2\nstart_jitter = \"2us\"\nmean_gap = \"5us\"");
   const std::vector<std::string> set{"switch.pfc=true",
