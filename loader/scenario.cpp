@@ -254,6 +254,18 @@ void read_switch(ConfigReader& sw, Scenario& s) {
   b.pfc_xon = sw.bytes("pfc_xon", Bytes(0), true);
   if (b.pfc_xoff > Bytes(0) && b.pfc_xon >= b.pfc_xoff)
     sw.error("pfc_xon", fmt::format("must be below switch.pfc_xoff ({})", to_string(b.pfc_xoff)));
+  if (sw.choice("scheduling", "strict", {"strict", "dwrr"}) == "dwrr") {
+    b.strict = priority_mask(sw, "strict_priorities", {6, 7});
+    const auto weights = sw.integer_list("dwrr_weights", {1, 1, 1, 1, 1, 1, 1, 1}, 1, 1000);
+    if (weights.size() != 8) {
+      sw.error("dwrr_weights",
+               fmt::format("needs 8 weights, one per priority, got {}", weights.size()));
+    } else {
+      for (std::size_t i = 0; i < 8; ++i) b.dwrr_weight[i] = static_cast<int>(weights[i]);
+    }
+  } else {
+    sw.not_applicable({"strict_priorities", "dwrr_weights"}, "switch.scheduling is \"strict\"");
+  }
   b.pfc_watchdog = sw.time("pfc_watchdog", Time::zero(), true);
   b.pfc_watchdog_drop = sw.choice("pfc_watchdog_action", "drop", {"drop", "ignore"}) == "drop";
   // Headroom: what can still arrive after XOFF is sent, for the longest cable at the link rate

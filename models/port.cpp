@@ -97,17 +97,44 @@ Packet* EgressPort::next_packet() {
     --waiting_;
     return p;
   }
-  for (int prio = kPriorities - 1; prio >= 0; --prio) {
-    auto& q = queues_[prio];
-    if (q.empty() || paused(static_cast<std::uint8_t>(prio)) ||
-        !has_credit(static_cast<std::uint8_t>(prio), q.front()->wire_bytes))
-      continue;
-    Packet* p = q.front();
-    q.pop_front();
+  const auto eligible = [&](int prio) {
+    const auto& q = queues_[prio];
+    return !q.empty() && !paused(static_cast<std::uint8_t>(prio)) &&
+           has_credit(static_cast<std::uint8_t>(prio), q.front()->wire_bytes);
+  };
+  const auto take = [&](int prio) {
+    Packet* p = queues_[prio].front();
+    queues_[prio].pop_front();
     --waiting_;
     account(p, false);
     if (owner_ != nullptr) owner_->on_dequeue(*this, *p);
     return p;
+  };
+  // Strict priorities first (all of them unless DWRR is configured), highest first.
+  for (int prio = kPriorities - 1; prio >= 0; --prio)
+    if ((cfg_.strict >> prio & 1) && eligible(prio)) return take(prio);
+  if (cfg_.strict != 0xff) {
+    // Deficit weighted round robin over the other priorities (Shreedhar and Varghese): a
+    // visited queue earns weight x quantum bytes of credit and sends while its head fits;
+    // an empty or blocked queue keeps no credit.
+    for (int visits = 0; visits < 2 * kPriorities + 1; ++visits) {
+      const int prio = dwrr_next_;
+      if ((cfg_.strict >> prio & 1) == 0 && eligible(prio)) {
+        if (!dwrr_credited_) {  // once per turn
+          dwrr_deficit_[prio] += kDwrrQuantum * cfg_.dwrr_weight[prio];
+          dwrr_credited_ = true;
+        }
+        const Bytes head(queues_[prio].front()->wire_bytes);
+        if (dwrr_deficit_[prio] >= head) {
+          dwrr_deficit_[prio] -= head;
+          return take(prio);
+        }
+      } else {
+        dwrr_deficit_[prio] = Bytes(0);
+      }
+      dwrr_next_ = (dwrr_next_ + 1) % kPriorities;
+      dwrr_credited_ = false;
+    }
   }
   return owner_ != nullptr ? owner_->pull(*this) : nullptr;
 }

@@ -9,8 +9,9 @@
 // for the transmitter (a queued packet, or an owner that supplies packets on demand): an
 // uncongested switch hop costs one event, the arrival.
 //
-// Scheduling: PFC frames first (they are never paused), then strict priority, 7 highest. A
-// priority paused by the far end is skipped; the packet already on the wire completes. When
+// Scheduling: PFC frames first (they are never paused), then strict priority (7 highest) or,
+// when configured, strict for some priorities and DWRR for the rest. A priority paused by the
+// far end is skipped; the packet already on the wire completes. When
 // no queue has an eligible packet the port asks its owner (a NIC) for one.
 //
 // PFC (802.1Qbb): a received pause frame for priority p with q quanta stops p for q x 512 bit
@@ -42,7 +43,14 @@ struct PortConfig {
   // far end returns the credits when the packet leaves its buffer, one link latency later
   // (flow-control packets). 0 = no credit flow control (Ethernet).
   Bytes vl_credits{};
+  // Scheduling: priorities in `strict` are served first, highest first; the others share the
+  // rest by deficit weighted round robin with these weights. All strict = plain strict priority.
+  std::uint8_t strict = 0xff;
+  std::array<int, 8> dwrr_weight{1, 1, 1, 1, 1, 1, 1, 1};
 };
+
+// DWRR credit per visit per unit of weight: one maximum-size Ethernet jumbo frame.
+inline constexpr Bytes kDwrrQuantum{9216};
 
 class EgressPort;
 
@@ -140,6 +148,9 @@ class EgressPort {
   bool owner_pulls_ = false;
   HandlerId tx_done_, arrival_, pause_expiry_, watchdog_, credit_;
   std::array<Bytes, kPriorities> credits_{};
+  std::array<Bytes, kPriorities> dwrr_deficit_{};
+  int dwrr_next_ = 0;
+  bool dwrr_credited_ = false;
   Time busy_until_{};             // the transmitter is busy before this time
   bool tx_done_pending_ = false;  // a transmission-done event is scheduled
   std::uint32_t waiting_ = 0;     // packets in control_ and queues_

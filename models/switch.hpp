@@ -51,6 +51,8 @@ struct BufferConfig {
   bool pfc = false;
   std::uint8_t lossless = 0;  // bitmask of PFC priorities (when pfc)
   std::uint16_t pause_quanta = 0xffff;
+  std::uint8_t strict = 0xff;                              // strictly scheduled priorities
+  std::array<int, 8> dwrr_weight{1, 1, 1, 1, 1, 1, 1, 1};  // DWRR weights of the others
   Time pfc_watchdog{};            // pause-storm detection time on switch ports (0 = off)
   bool pfc_watchdog_drop = true;  // storm action: drop the queue (true) or only ignore pause
   EcnConfig ecn{};

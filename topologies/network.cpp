@@ -41,7 +41,9 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
            .lossless = lossless,
            .watchdog = params.buffer.pfc_watchdog,
            .watchdog_drop = params.buffer.pfc_watchdog_drop,
-           .vl_credits = params.buffer.vl_credits});
+           .vl_credits = params.buffer.vl_credits,
+           .strict = params.buffer.strict,
+           .dwrr_weight = params.buffer.dwrr_weight});
       ends[&link].emplace_back(s, static_cast<std::uint16_t>(p));
     }
   }
