@@ -55,6 +55,11 @@ ServerSpec matrix_import(std::string_view text, const ServerSpec& defaults) {
 
 // Any server written out in TOML: every key overrides the preset (or imported layout) value.
 void read_server_layout(ConfigReader& sv, ServerSpec& server) {
+  for (const char* key :
+       {"gpu_name", "gpu_sm", "sockets", "cores_per_socket", "inter_socket_rate", "pcie_generation",
+        "pcie_width", "pcie_latency", "nvlink_rate", "nvlink_latency", "pcie_switch_sockets",
+        "pcie_switch_levels", "gpu_pcie_switch", "nic_pcie_switch", "nic_names", "nvswitch_links"})
+    if (sv.has(key)) server.model = "custom";
   const auto to_int = [](const std::vector<std::int64_t>& v) {
     return std::vector<int>(v.begin(), v.end());
   };

@@ -46,8 +46,9 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
       const Vertex sw = boost::target(*it, g);
       const auto s = static_cast<std::size_t>(index_of[sw]);
       const auto& ports = r.ports_[s];
+      const Edge link = *it;
       const auto p =
-          std::find_if(ports.begin(), ports.end(), [&](const Port& q) { return q.edge == *it; });
+          std::find_if(ports.begin(), ports.end(), [&](const Port& q) { return q.edge == link; });
       r.endpoint_switch_.push_back(static_cast<std::uint32_t>(s));
       r.endpoint_port_.push_back(static_cast<std::uint16_t>(p - ports.begin()));
       r.endpoint_link_.push_back(*it);
