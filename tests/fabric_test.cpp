@@ -206,6 +206,24 @@ TEST(PacketFabric, TwoDcqcnFlowsConvergeToTheFairShareWithTheQueueBetweenKminAnd
   EXPECT_GT(run.counter("switch0.ecn_marked_packets"), 0u);
 }
 
+TEST(PacketFabric, WithoutDcqcnTheQueueSitsAtTheXoffThreshold) {
+  // 8:1 incast, PFC with static XOFF 64 KB / XON 32 KB per ingress queue, no DCQCN. Each
+  // ingress is drained at C/8 but filled at C when unpaused, so it climbs to XOFF, overshoots by
+  // what arrives while the pause travels (at most 7/8 C x tau_off, tau_off = 84 B frame + 15 ns
+  // + one 4178 B packet in progress + 15 ns + 300 ns = 0.67 us: 7.3 KB) and drains too slowly to
+  // reach XON before the pause expires or is renewed. The bottleneck egress queue, the sum of
+  // the eight, therefore averages between 8 x 64 KB and 8 x (64 + 7.3) KB.
+  FabricRun run(star(9), {"switch.pfc=true", "switch.pfc_xoff=\"64KB\"", "switch.pfc_xon=\"32KB\"",
+                          "traffic.message_size=\"4MiB\"", "simulation.sample_interval=\"1us\"",
+                          "simulation.timeseries=[\"switch0.port0.queue_bytes\"]"});
+  Time end = Time::zero();
+  for (const Message& m : run.net.messages()) end = std::max(end, m.finish);
+  const double per_sender = run.mean_series("switch0.port0.queue_bytes", end / 4, end / 4 * 3) / 8;
+  EXPECT_GE(per_sender, 64'000);
+  EXPECT_LE(per_sender, 64'000 + 7'300);
+  EXPECT_EQ(run.counter("switch0.drop_packets"), 0u);
+}
+
 TEST(PacketFabric, WithoutDcqcnPfcPausesPropagateUpstreamHopByHop) {
   // Leaf-spine, 4 hosts per leaf, 4 spines. Hosts 0-3 (leaf0) all send to host 4 (leaf1): the
   // bottleneck is leaf1's port to host 4. Leaf1 pauses the spines, the spines pause leaf0,
