@@ -128,6 +128,11 @@ void read_server(ConfigReader& sv, Scenario& s) {
   server.nic_rate = sv.bandwidth("nic_rate", server.nic_rate);
   read_server_layout(sv, server);
   s.cluster.servers = static_cast<int>(sv.integer("count", std::nullopt, 1, 1 << 20));
+  HostFabricParams& h = s.network.host;
+  s.network.host_side = sv.boolean("host_side", true);
+  h.pcie_max_payload = sv.bytes("pcie_max_payload", h.pcie_max_payload, false);
+  h.pcie_tlp_overhead = sv.bytes("pcie_tlp_overhead", h.pcie_tlp_overhead, true);
+  h.host_memory_rate = sv.bandwidth("host_memory_rate", h.host_memory_rate);
   s.cluster.server = std::move(server);
   s.analysis.nic_rate = s.cluster.server.nic_rate;
 }
@@ -205,6 +210,7 @@ void read_nic(ConfigReader& nic, Scenario& s) {
   // NCCL's defaults (NCCL_IB_TIMEOUT=20, NCCL_IB_RETRY_CNT=7 since 2.23).
   n.ib_timeout = static_cast<int>(nic.integer("ib_timeout", 20, 0, 31));
   n.ib_retry_cnt = static_cast<int>(nic.integer("ib_retry_cnt", 7, 0, 7));
+  s.network.host.gpudirect = nic.boolean("gpudirect", true);
   {
     ConfigReader t = nic.table("tcp");
     if (!tcp && nic.has("tcp")) t.error("congestion", "applies only to nic.transport = \"tcp\"");

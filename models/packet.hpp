@@ -14,6 +14,7 @@ enum class PacketKind : std::uint8_t {
   kNak,    // sequence-error NAK: psn = PSN expected (go back to it)
   kCnp,    // DCQCN congestion notification packet
   kPause,  // 802.1Qbb PFC frame for one priority; quanta in `psn` (0 = XON)
+  kDma,    // data moving inside a server (PCIe, host memory) between GPU memory and a NIC
 };
 
 struct Packet {
@@ -29,6 +30,8 @@ struct Packet {
   std::uint8_t charge = 0;  // which switch buffer pool holds it (MMU bookkeeping)
   bool ecn = false;         // congestion experienced (CE) mark
   bool last = false;        // last packet of its message
+  std::uint8_t hop = 0;     // kDma: position along its in-server route
+  std::uint16_t route = 0;  // kDma: which in-server route
 };
 
 // Something that accepts packets: `ingress` is the receiver's local port the packet came in on.

@@ -81,10 +81,7 @@ void EgressPort::send_pause(std::uint8_t priority, std::uint16_t quanta) {
 void EgressPort::kick() {
   if (sim_.now() < busy_until_) {
     // Busy: make sure the transmitter wakes up for what waits.
-    if (!tx_done_pending_ && (waiting_ > 0 || owner_pulls_)) {
-      tx_done_pending_ = true;
-      sim_.schedule_at(busy_until_, tx_done_);
-    }
+    if (!tx_done_pending_ && (waiting_ > 0 || owner_pulls_)) schedule_tx_done(busy_until_);
     return;
   }
   if (Packet* p = next_packet()) start_transmission(p);
@@ -151,10 +148,7 @@ void EgressPort::start_transmission(Packet* p) {
   tx_bytes_.add(p->wire_bytes);
   if (p->kind == PacketKind::kData) tx_data_packets_.add();
   busy_until_ = done;
-  if (waiting_ > 0 || owner_pulls_) {
-    tx_done_pending_ = true;
-    sim_.schedule_at(done, tx_done_);
-  }
+  if (waiting_ > 0 || owner_pulls_) schedule_tx_done(done);
   if (wire_.empty()) sim_.schedule_at(done + cfg_.latency, arrival_);
   wire_.push_back({done + cfg_.latency, p});
 }
@@ -169,7 +163,16 @@ void EgressPort::on_credit(std::uint64_t payload) {
   kick();
 }
 
-void EgressPort::on_tx_done(std::uint64_t) {
+void EgressPort::schedule_tx_done(Time at) {
+  // A transmission can start at the very instant an older transmission-done event is still
+  // queued (another event at that time kicked the port first); the generation makes that old
+  // event stale, so there is never more than one live one.
+  tx_done_pending_ = true;
+  sim_.schedule_at(at, tx_done_, ++tx_generation_);
+}
+
+void EgressPort::on_tx_done(std::uint64_t generation) {
+  if (generation != tx_generation_) return;
   tx_done_pending_ = false;
   kick();
 }

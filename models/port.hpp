@@ -121,7 +121,8 @@ class EgressPort {
 
  private:
   void start_transmission(Packet* p);
-  void on_tx_done(std::uint64_t);
+  void on_tx_done(std::uint64_t generation);
+  void schedule_tx_done(Time at);
   void on_arrival(std::uint64_t);
   void on_pause_expiry(std::uint64_t);
   void on_watchdog(std::uint64_t);
@@ -152,8 +153,9 @@ class EgressPort {
   int dwrr_next_ = 0;
   bool dwrr_credited_ = false;
   Time busy_until_{};             // the transmitter is busy before this time
-  bool tx_done_pending_ = false;  // a transmission-done event is scheduled
-  std::uint32_t waiting_ = 0;     // packets in control_ and queues_
+  bool tx_done_pending_ = false;  // a live transmission-done event is scheduled
+  std::uint64_t tx_generation_ = 0;
+  std::uint32_t waiting_ = 0;  // packets in control_ and queues_
   // Serialization time of the last packet size seen: packets mostly share a few sizes, and this
   // spares a 128-bit division per packet without changing the exact result.
   std::uint32_t cached_wire_bytes_ = 0;

@@ -66,6 +66,11 @@ void RdmaNic::set_rate(QueuePair& qp, double bps) {
 
 void RdmaNic::on_message_start(std::uint64_t id) {
   QueuePair& qp = qps_[id];
+  if (host_ != nullptr) {
+    host_->fetch(id);
+  } else {
+    qp.ready = qp.packets;
+  }
   qp.active = true;
   qp.last_progress = sim_.now();
   active_.push_back(id);
@@ -85,6 +90,7 @@ Packet* RdmaNic::pull(EgressPort& port) {
     QueuePair& qp = qps_[id];
     const bool retransmit = qp.retx != UINT32_MAX;
     if (!retransmit && qp.next_psn >= qp.packets) continue;  // all sent, waiting for ACKs
+    if (!retransmit && qp.next_psn >= qp.ready) continue;    // data not in reach yet (DMA)
     if (tcp() && !retransmit && qp.next_psn >= qp.una + static_cast<std::uint32_t>(qp.cwnd))
       continue;  // window full
     if (qp.next_send > now) {
@@ -128,6 +134,11 @@ Packet* RdmaNic::pull(EgressPort& port) {
     sim_.schedule_at(earliest, wakeup_, ++wakeup_generation_);
   }
   return nullptr;
+}
+
+void RdmaNic::on_dma_ready(std::uint64_t id) {
+  ++qps_[id].ready;
+  port_.kick();
 }
 
 void RdmaNic::on_wakeup(std::uint64_t generation) {
@@ -191,6 +202,7 @@ void RdmaNic::receive(Packet* p, std::uint16_t) {
       on_cnp(p->message);
       break;
     case PacketKind::kPause:
+    case PacketKind::kDma:
       break;  // consumed by the port
   }
   pool_.release(p);
@@ -210,12 +222,14 @@ void RdmaNic::on_data(Packet* p) {
   if (p->psn == qp.expected) {
     ++qp.expected;
     qp.nak_sent = false;
-    m.received += Bytes(p->payload);
     rx_bytes_.add(p->payload);
-    if (p->last) {
-      m.finish = now;
-      rx_messages_.add();
+    if (host_ != nullptr) {
+      host_->deliver(p->message, p->psn, p->payload, p->last);
+    } else {
+      m.received += Bytes(p->payload);
+      if (p->last) m.finish = now;
     }
+    if (p->last) rx_messages_.add();
     if (p->last || qp.expected % static_cast<std::uint32_t>(cfg_.ack_interval) == 0)
       send_control(PacketKind::kAck, p->message, p->src, p->psn);
   } else if (p->psn > qp.expected) {

@@ -104,7 +104,8 @@ struct QueuePair {
   std::uint32_t cc_generation = 0, increase_generation = 0;
   EventHandle rto_timer{};
   bool rto_armed = false;
-  bool active = false;  // in its sender's round-robin list
+  bool active = false;      // in its sender's round-robin list
+  std::uint32_t ready = 0;  // packets whose data the NIC can read (DMA done)
   Gauge* rate_gauge = nullptr;
   // TCP sender
   double cwnd = 0, ssthresh = 1e9, dctcp_alpha = 0;
@@ -117,6 +118,22 @@ struct QueuePair {
   std::uint32_t expected = 0;
   Time last_cnp = Time::max();
   bool nak_sent = false;
+};
+
+// The server side of a NIC: moving data between GPU memory and the NIC over PCIe (and host
+// memory when not using GPUDirect). Without one, data is in NIC-reachable memory from the start
+// and delivered when it reaches the destination NIC.
+class HostSide {
+ public:
+  // Source: start copying message `id` to the NIC; each packet's worth that arrives is
+  // reported with RdmaNic::on_dma_ready(id).
+  virtual void fetch(std::uint64_t id) = 0;
+  // Destination: move in-order payload from the NIC to GPU memory; the host side marks the
+  // message complete when its last byte lands.
+  virtual void deliver(std::uint64_t id, std::uint32_t psn, std::uint32_t payload, bool last) = 0;
+
+ protected:
+  ~HostSide() = default;
 };
 
 struct TransportError {
@@ -137,6 +154,9 @@ class RdmaNic final : public PacketSink, public PortOwner {
 
   void receive(Packet* p, std::uint16_t ingress) override;
   Packet* pull(EgressPort& port) override;
+  void set_host_side(HostSide* host) { host_ = host; }
+  // One more packet of message `id` has been copied into the NIC's reach.
+  void on_dma_ready(std::uint64_t id);
 
  private:
   enum Timer : std::uint64_t { kAlpha, kDecrease, kIncrease, kRto };
@@ -170,6 +190,7 @@ class RdmaNic final : public PacketSink, public PortOwner {
   std::uint32_t index_;
   std::string name_;
   RdmaConfig cfg_;
+  HostSide* host_ = nullptr;
   double line_bps_;
   EgressPort port_;
   HandlerId start_, wakeup_, timer_;

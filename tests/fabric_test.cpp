@@ -404,6 +404,52 @@ TEST(PacketFabric, TcpIncastLosesAndRecoversAndDctcpLosesLess) {
   EXPECT_LT(makespan(dctcp), makespan(reno));
 }
 
+TEST(PacketFabric, WithoutGpuDirectStagingThroughHostMemorySharesThePcieUplink) {
+  // Two DGX A100 on one 200 Gb/s switch. Server 0's NIC0 and NIC1 (both on PCIe switch 0, with
+  // GPU0 and GPU1) each send 16 MiB to the same NIC of server 1.
+  // GPUDirect: GPU0 -> PCIe switch -> NIC0 never touches the switch's Gen4 x16 uplink; the
+  //   network is the bottleneck: 200 Gb/s x 4096/4178 = 196.1 Gb/s per flow.
+  // Staged: GPU -> switch -> CPU -> host memory -> CPU -> switch -> NIC: both flows cross the
+  //   uplink once in each direction (and again at the receiver), so each gets half of it:
+  //   252.06 Gb/s / 2 x 4096 / (4096 + 16 TLPs x 24 B) = 115.2 Gb/s.
+  const std::string toml = R"(
+[server]
+preset = "dgx-a100"
+count = 2
+[fabric]
+link_rate = "200Gbps"
+[switch]
+buffer = "64MiB"
+pfc = true
+[traffic]
+message_size = "16MiB"
+)";
+  const auto goodputs = [&](bool gpudirect) {
+    const Scenario s = load_scenario_text(
+        toml, "t.toml", {.overrides = {fmt::format("nic.gpudirect={}", gpudirect)}});
+    const BuiltCluster c(s);
+    Simulation sim(1);
+    PacketNetwork net(sim, c.topology, c.routing, s.network);
+    for (std::uint32_t n : {0u, 1u})
+      net.messages().push_back(
+          Message{.src = n, .dst = 8 + n, .size = 16_MiB, .start = Time::zero()});
+    net.start_messages();
+    sim.run();
+    std::vector<double> out;
+    for (const Message& m : net.messages()) {
+      EXPECT_TRUE(m.complete());
+      out.push_back(rate_gbps(m.size, m.finish - m.start));
+    }
+    const auto route = net.host_fabric()->route_names(0, true);
+    EXPECT_EQ(std::find(route.begin(), route.end(), "server0.cpu0.memory") != route.end(),
+              !gpudirect);
+    return out;
+  };
+  for (const double g : goodputs(true)) EXPECT_NEAR(g / (200 * 4096.0 / 4178), 1.0, 0.02) << g;
+  const double staged_expected = 252.06 / 2 * 4096 / (4096 + 16 * 24);
+  for (const double g : goodputs(false)) EXPECT_NEAR(g / staged_expected, 1.0, 0.03) << g;
+}
+
 TEST(PacketFabric, SameSeedGivesIdenticalCountersAndTimeSeries) {
   const std::string toml = star(5, "messages = 2\nstart_jitter = \"2us\"\nmean_gap = \"5us\"");
   const std::vector<std::string> set{"switch.pfc=true",

@@ -48,6 +48,12 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
     }
   }
   for (auto& sw : switches_) sw->seal();
+  if (params.host_side) {
+    std::vector<RdmaNic*> nics;
+    for (auto& n : nics_) nics.push_back(n.get());
+    host_ = std::make_unique<HostFabric>(sim, pool_, topo, messages_, std::move(nics),
+                                         params.nic.format, params.host);
+  }
   for (std::size_t s = 0; s < routing.switch_count(); ++s) {
     for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
       const auto& port = routing.ports(s)[p];

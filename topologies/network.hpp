@@ -13,6 +13,7 @@
 
 #include "models/rdma.hpp"
 #include "models/switch.hpp"
+#include "topologies/host_fabric.hpp"
 #include "topologies/routing.hpp"
 
 namespace fabricsim {
@@ -22,6 +23,8 @@ struct NetworkParams {
   BufferConfig buffer{};
   RdmaConfig nic{};
   PathSelection path_selection = PathSelection::kHash;
+  bool host_side = false;  // model PCIe/host memory inside servers (needs a server model)
+  HostFabricParams host{};
 };
 
 class PacketNetwork final : public Forwarding {
@@ -42,6 +45,7 @@ class PacketNetwork final : public Forwarding {
   const std::vector<TransportError>& errors() const { return errors_; }
   const Pool<Packet>& packet_pool() const { return pool_; }
   const Routing& routing() const { return routing_; }
+  const HostFabric* host_fabric() const { return host_.get(); }
 
   std::uint16_t egress(std::uint32_t switch_index, const Packet& p) override;
 
@@ -54,6 +58,7 @@ class PacketNetwork final : public Forwarding {
   std::vector<TransportError> errors_;
   std::vector<std::unique_ptr<Switch>> switches_;
   std::vector<std::unique_ptr<RdmaNic>> nics_;
+  std::unique_ptr<HostFabric> host_;
   std::uint64_t spray_counter_ = 0;
 };
 

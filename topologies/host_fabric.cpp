@@ -1,0 +1,179 @@
+#include "topologies/host_fabric.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <deque>
+
+namespace fabricsim {
+
+HostFabric::HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo,
+                       std::vector<Message>& log, std::vector<RdmaNic*> nics,
+                       const PacketFormat& format, const HostFabricParams& params)
+    : sim_(sim),
+      pool_(pool),
+      topo_(topo),
+      log_(log),
+      nics_(std::move(nics)),
+      format_(format),
+      params_(params) {
+  const auto& g = topo.graph();
+  // GPUs, NICs and CPUs of every server, by index.
+  std::map<int, std::map<int, Vertex>> gpus, cpus;
+  std::map<int, int> nic_count;
+  for (auto [it, end] = boost::vertices(g); it != end; ++it) {
+    const NodeInfo& n = g[*it];
+    if (n.kind == NodeKind::kGpu) gpus[n.server][n.index] = *it;
+    if (n.kind == NodeKind::kCpu) cpus[n.server][n.index] = *it;
+    if (n.kind == NodeKind::kNic) ++nic_count[n.server];
+  }
+  for (std::size_t e = 0; e < topo.endpoints().size(); ++e) {
+    const Vertex nic = topo.endpoints()[e];
+    const NodeInfo& info = g[nic];
+    const auto& server_gpus = gpus[info.server];
+    const int gpu_index =
+        info.index * static_cast<int>(server_gpus.size()) / nic_count[info.server];
+    const Vertex gpu = server_gpus.at(gpu_index);
+    Route src{{}, e, true}, dst{{}, e, false};
+    if (params.gpudirect) {
+      src.hops = path(gpu, nic);
+      dst.hops = path(nic, gpu);
+    } else {
+      // Bounce buffer in host memory on the NIC's socket.
+      const Vertex cpu = cpus[info.server].at(info.socket);
+      src.hops = path(gpu, cpu);
+      src.hops.push_back(memory_port(cpu));
+      for (EgressPort* p : path(cpu, nic)) src.hops.push_back(p);
+      dst.hops = path(nic, cpu);
+      dst.hops.push_back(memory_port(cpu));
+      for (EgressPort* p : path(cpu, gpu)) dst.hops.push_back(p);
+    }
+    sources_[src.hops.front()];
+    src.hops.front()->set_owner(this, /*pulls=*/true);
+    routes_.push_back(std::move(src));
+    routes_.push_back(std::move(dst));
+    nics_[e]->set_host_side(this);
+  }
+}
+
+EgressPort* HostFabric::link_port(Vertex from, Vertex to, const LinkInfo& link) {
+  auto& slot = link_ports_[{&link, from}];
+  if (!slot) {
+    const auto& g = topo_.graph();
+    slot = std::make_unique<EgressPort>(sim_, pool_, fmt::format("{}>{}", g[from].name, g[to].name),
+                                        PortConfig{.rate = link.rate, .latency = link.latency});
+    slot->connect(this, 0);
+    slot->set_owner(this);
+  }
+  return slot.get();
+}
+
+EgressPort* HostFabric::memory_port(Vertex cpu) {
+  auto& slot = memory_ports_[cpu];
+  if (!slot) {
+    slot = std::make_unique<EgressPort>(
+        sim_, pool_, fmt::format("{}.memory", topo_.graph()[cpu].name),
+        PortConfig{.rate = params_.host_memory_rate, .latency = params_.host_memory_latency});
+    slot->connect(this, 0);
+    slot->set_owner(this);
+  }
+  return slot.get();
+}
+
+std::vector<EgressPort*> HostFabric::path(Vertex from, Vertex to) {
+  // Breadth-first over PCIe and inter-socket links (never NVLink or the network).
+  const auto& g = topo_.graph();
+  std::map<Vertex, std::pair<Vertex, const LinkInfo*>> parent{{from, {from, nullptr}}};
+  std::deque<Vertex> queue{from};
+  while (!queue.empty() && !parent.contains(to)) {
+    const Vertex u = queue.front();
+    queue.pop_front();
+    for (auto [it, end] = boost::out_edges(u, g); it != end; ++it) {
+      const LinkInfo& l = g[*it];
+      if (l.kind != LinkKind::kPcie && l.kind != LinkKind::kInterSocket) continue;
+      const Vertex v = boost::target(*it, g);
+      if (parent.emplace(v, std::make_pair(u, &l)).second) queue.push_back(v);
+    }
+  }
+  if (!parent.contains(to))
+    throw std::invalid_argument(
+        fmt::format("no PCIe path from {} to {}", g[from].name, g[to].name));
+  std::vector<EgressPort*> hops;
+  for (Vertex v = to; v != from; v = parent[v].first)
+    hops.push_back(link_port(parent[v].first, v, *parent[v].second));
+  std::reverse(hops.begin(), hops.end());
+  return hops;
+}
+
+std::uint32_t HostFabric::chunk_wire_bytes(std::uint32_t payload) const {
+  const auto mps = static_cast<std::uint32_t>(params_.pcie_max_payload.count());
+  return payload +
+         (payload + mps - 1) / mps * static_cast<std::uint32_t>(params_.pcie_tlp_overhead.count());
+}
+
+void HostFabric::fetch(std::uint64_t id) {
+  if (next_chunk_.size() < log_.size()) next_chunk_.resize(log_.size());
+  EgressPort* first = routes_[2 * log_[id].src].hops.front();
+  sources_[first].messages.push_back(id);
+  first->kick();
+}
+
+Packet* HostFabric::pull(EgressPort& port) {
+  const auto it = sources_.find(&port);
+  if (it == sources_.end() || it->second.messages.empty()) return nullptr;
+  auto& messages = it->second.messages;
+  const std::uint64_t id = messages.front();
+  messages.pop_front();
+  const Message& m = log_[id];
+  const auto mtu = format_.mtu.count();
+  const std::uint32_t psn = next_chunk_[id]++;
+  const auto packets =
+      static_cast<std::uint32_t>(std::max<Bytes::rep>(1, (m.size.count() + mtu - 1) / mtu));
+  Packet* p = pool_.acquire();
+  p->kind = PacketKind::kDma;
+  p->message = id;
+  p->psn = psn;
+  p->payload = static_cast<std::uint32_t>(std::min<Bytes::rep>(mtu, m.size.count() - psn * mtu));
+  p->wire_bytes = chunk_wire_bytes(p->payload);
+  p->last = psn + 1 == packets;
+  p->route = static_cast<std::uint16_t>(2 * m.src);
+  p->hop = 0;
+  if (!p->last) messages.push_back(id);  // round robin among this GPU's messages
+  return p;
+}
+
+void HostFabric::deliver(std::uint64_t id, std::uint32_t psn, std::uint32_t payload, bool last) {
+  Packet* p = pool_.acquire();
+  p->kind = PacketKind::kDma;
+  p->message = id;
+  p->psn = psn;
+  p->payload = payload;
+  p->wire_bytes = chunk_wire_bytes(payload);
+  p->last = last;
+  p->route = static_cast<std::uint16_t>(2 * log_[id].dst + 1);
+  p->hop = 0;
+  routes_[p->route].hops.front()->enqueue(p);
+}
+
+void HostFabric::receive(Packet* p, std::uint16_t) {
+  const Route& r = routes_[p->route];
+  if (++p->hop < r.hops.size()) {
+    r.hops[p->hop]->enqueue(p);
+    return;
+  }
+  if (r.to_nic) {
+    nics_[r.nic]->on_dma_ready(p->message);
+  } else {
+    Message& m = log_[p->message];
+    m.received += Bytes(p->payload);
+    if (m.received == m.size) m.finish = sim_.now();
+  }
+  pool_.release(p);
+}
+
+std::vector<std::string> HostFabric::route_names(std::size_t nic, bool source) const {
+  std::vector<std::string> names;
+  for (const EgressPort* p : routes_[2 * nic + (source ? 0 : 1)].hops) names.push_back(p->name());
+  return names;
+}
+
+}  // namespace fabricsim

@@ -1,0 +1,85 @@
+#pragma once
+// Inside the servers: moving RDMA data between GPU memory and the NICs over the servers' PCIe
+// links, with or without GPUDirect RDMA, as packet-level traffic on the same engine.
+//
+// Each message has an in-server route at each end. With GPUDirect the NIC reads GPU memory
+// directly: GPU -> PCIe switch(es) -> NIC at the source and NIC -> ... -> GPU at the
+// destination. Without it the data is staged through host memory on the NIC's socket: GPU ->
+// PCIe -> CPU, a pass through host memory (a port at the memory rate, shared by everything
+// staged on that socket), then CPU -> PCIe -> NIC, crossing the PCIe switch's uplink twice; the
+// destination mirrors it. Routes are shortest paths over PCIe and inter-socket links. Every
+// in-server link direction is one EgressPort shared by all routes through it, so two NICs
+// staging through one PCIe uplink contend for it.
+//
+// PCIe carries data as TLPs: a chunk of p bytes (one network packet's payload) costs
+// p + ceil(p / max_payload) x tlp_overhead bytes on the link.
+// The source GPU streams each message's chunks (round robin among its messages, as fast as its
+// link allows); the NIC may send a packet once its chunk has arrived. The destination NIC pushes
+// in-order payload into its route; the message completes when its last byte reaches GPU memory.
+// Approximations, stated: a go-back-N resend reuses data already in the NIC's reach (a real NIC
+// reads it again), and a NIC whose PCIe path is slower than the network queues the excess at its
+// PCIe port instead of back-pressuring the network. GPU i of a server pairs with NIC
+// i x (NICs / GPUs) rounded down, i.e. NIC n uses GPU n x GPUs / NICs (GPU n on a DGX).
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "models/rdma.hpp"
+#include "topologies/topology.hpp"
+
+namespace fabricsim {
+
+struct HostFabricParams {
+  bool gpudirect = true;
+  Bytes pcie_max_payload{256};
+  Bytes pcie_tlp_overhead{24};
+  Bandwidth host_memory_rate = Bandwidth::from_bps(1'600'000'000'000);  // 200 GB/s per socket
+  Time host_memory_latency = Time::from_ps(100'000);                    // 100 ns
+};
+
+class HostFabric final : public HostSide, public PacketSink, public PortOwner {
+ public:
+  HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo, std::vector<Message>& log,
+             std::vector<RdmaNic*> nics, const PacketFormat& format,
+             const HostFabricParams& params);
+  HostFabric(const HostFabric&) = delete;
+  HostFabric& operator=(const HostFabric&) = delete;
+
+  void fetch(std::uint64_t id) override;
+  void deliver(std::uint64_t id, std::uint32_t psn, std::uint32_t payload, bool last) override;
+  void receive(Packet* p, std::uint16_t ingress) override;
+  Packet* pull(EgressPort& port) override;
+  // The in-server route names of endpoint `nic` (source side, destination side), for tests.
+  std::vector<std::string> route_names(std::size_t nic, bool source) const;
+
+ private:
+  struct Route {
+    std::vector<EgressPort*> hops;
+    std::size_t nic = 0;
+    bool to_nic = true;
+  };
+  struct Source {
+    std::deque<std::uint64_t> messages;  // being fetched, round robin
+  };
+  EgressPort* link_port(Vertex from, Vertex to, const LinkInfo& link);
+  EgressPort* memory_port(Vertex cpu);
+  std::vector<EgressPort*> path(Vertex from, Vertex to);
+  std::uint32_t chunk_wire_bytes(std::uint32_t payload) const;
+
+  Simulation& sim_;
+  Pool<Packet>& pool_;
+  const Topology& topo_;
+  std::vector<Message>& log_;
+  std::vector<RdmaNic*> nics_;
+  PacketFormat format_;
+  HostFabricParams params_;
+  std::map<std::pair<const LinkInfo*, Vertex>, std::unique_ptr<EgressPort>> link_ports_;
+  std::map<Vertex, std::unique_ptr<EgressPort>> memory_ports_;
+  std::vector<Route> routes_;  // [2 n] source side of NIC n, [2 n + 1] destination side
+  std::map<EgressPort*, Source> sources_;
+  std::vector<std::uint32_t> next_chunk_;  // per message, source side
+};
+
+}  // namespace fabricsim
