@@ -133,6 +133,8 @@ void read_server(ConfigReader& sv, Scenario& s) {
   h.pcie_max_payload = sv.bytes("pcie_max_payload", h.pcie_max_payload, false);
   h.pcie_tlp_overhead = sv.bytes("pcie_tlp_overhead", h.pcie_tlp_overhead, true);
   h.host_memory_rate = sv.bandwidth("host_memory_rate", h.host_memory_rate);
+  h.nvlink_max_payload = sv.bytes("nvlink_max_payload", h.nvlink_max_payload, false);
+  h.nvlink_overhead = sv.bytes("nvlink_overhead", h.nvlink_overhead, true);
   s.cluster.server = std::move(server);
   s.analysis.nic_rate = s.cluster.server.nic_rate;
 }

@@ -66,6 +66,7 @@ void RdmaNic::set_rate(QueuePair& qp, double bps) {
 
 void RdmaNic::on_message_start(std::uint64_t id) {
   QueuePair& qp = qps_[id];
+  if (host_ != nullptr && host_->transfer_local(id)) return;
   if (host_ != nullptr) {
     host_->fetch(id);
   } else {

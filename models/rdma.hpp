@@ -131,6 +131,9 @@ class HostSide {
   // Destination: move in-order payload from the NIC to GPU memory; the host side marks the
   // message complete when its last byte lands.
   virtual void deliver(std::uint64_t id, std::uint32_t psn, std::uint32_t payload, bool last) = 0;
+  // A message between two endpoints of one server moves GPU to GPU inside it (NVLink, or PCIe
+  // peer-to-peer) without the NIC; returns false when the message must use the network.
+  virtual bool transfer_local(std::uint64_t id) = 0;
 
  protected:
   ~HostSide() = default;

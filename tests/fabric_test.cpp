@@ -450,6 +450,43 @@ message_size = "16MiB"
   for (const double g : goodputs(false)) EXPECT_NEAR(g / staged_expected, 1.0, 0.03) << g;
 }
 
+TEST(PacketFabric, MessagesInsideAServerTravelOverNvlinkStripedAcrossNvswitches) {
+  // One 64 MiB message from GPU 0 to GPU 1 of a DGX A100 (12 NVLink links of 25 GB/s per
+  // direction, 2 to each of 6 NVSwitches) and of a DGX H100 (18 links: 5, 5, 4, 4 to 4
+  // NVSwitches). Chunks go out on every bundle, each pulling the next when free, so the message
+  // is striped in proportion to the bundles' rates and runs at the GPU's whole NVLink rate less
+  // NVLink framing (16 B per 256 B): A100 12 x 200 Gb/s x 256/272 = 2259 Gb/s, H100 18 x ...
+  // = 3388 Gb/s. The network is not touched.
+  for (const auto& [preset, links] : {std::pair{"dgx-a100", 12}, std::pair{"dgx-h100", 18}}) {
+    const Scenario s = load_scenario_text(fmt::format(R"(
+[server]
+preset = "{}"
+count = 1
+[fabric]
+link_rate = "400Gbps"
+[traffic]
+message_size = "64MiB"
+)",
+                                                      preset),
+                                          "t.toml");
+    const BuiltCluster c(s);
+    Simulation sim(1);
+    PacketNetwork net(sim, c.topology, c.routing, s.network);
+    net.messages().push_back(Message{.src = 0, .dst = 1, .size = 64_MiB, .start = Time::zero()});
+    net.start_messages();
+    sim.run();
+    const Message& m = net.messages()[0];
+    ASSERT_TRUE(m.complete()) << preset;
+    const double expected = links * 200.0 * 256 / 272;
+    EXPECT_NEAR(rate_gbps(m.size, m.finish) / expected, 1.0, 0.01) << preset;
+    std::uint64_t network_bytes = 0;
+    for (const auto& counter : sim.probes().counters())
+      if (counter.name.starts_with("switch0.") && counter.name.ends_with(".tx_bytes"))
+        network_bytes += counter.value;
+    EXPECT_EQ(network_bytes, 0u) << preset;
+  }
+}
+
 TEST(PacketFabric, SameSeedGivesIdenticalCountersAndTimeSeries) {
   const std::string toml = star(5, "messages = 2\nstart_jitter = \"2us\"\nmean_gap = \"5us\"");
   const std::vector<std::string> set{"switch.pfc=true",

@@ -33,6 +33,7 @@ HostFabric::HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo
     const int gpu_index =
         info.index * static_cast<int>(server_gpus.size()) / nic_count[info.server];
     const Vertex gpu = server_gpus.at(gpu_index);
+    gpu_of_.push_back(gpu);
     Route src{{}, e, true}, dst{{}, e, false};
     if (params.gpudirect) {
       src.hops = path(gpu, nic);
@@ -104,40 +105,102 @@ std::vector<EgressPort*> HostFabric::path(Vertex from, Vertex to) {
   return hops;
 }
 
-std::uint32_t HostFabric::chunk_wire_bytes(std::uint32_t payload) const {
-  const auto mps = static_cast<std::uint32_t>(params_.pcie_max_payload.count());
-  return payload +
-         (payload + mps - 1) / mps * static_cast<std::uint32_t>(params_.pcie_tlp_overhead.count());
+std::uint32_t HostFabric::chunk_wire_bytes(std::uint32_t payload, bool nvlink) const {
+  const auto unit = static_cast<std::uint32_t>(
+      (nvlink ? params_.nvlink_max_payload : params_.pcie_max_payload).count());
+  const auto overhead = static_cast<std::uint32_t>(
+      (nvlink ? params_.nvlink_overhead : params_.pcie_tlp_overhead).count());
+  return payload + (payload + unit - 1) / unit * overhead;
+}
+
+void HostFabric::start_source(EgressPort* first, std::uint64_t id, std::size_t route) {
+  if (next_chunk_.size() < log_.size()) next_chunk_.resize(log_.size());
+  first->set_owner(this, /*pulls=*/true);
+  sources_[first].messages.emplace_back(id, route);
+  first->kick();
 }
 
 void HostFabric::fetch(std::uint64_t id) {
-  if (next_chunk_.size() < log_.size()) next_chunk_.resize(log_.size());
-  EgressPort* first = routes_[2 * log_[id].src].hops.front();
-  sources_[first].messages.push_back(id);
-  first->kick();
+  start_source(routes_[2 * log_[id].src].hops.front(), id, 2 * log_[id].src);
+}
+
+std::size_t HostFabric::route_between(Vertex from_gpu, Vertex to_gpu, EgressPort* first,
+                                      bool nvlink) {
+  auto [it, inserted] = local_routes_.try_emplace({first, to_gpu}, routes_.size());
+  if (inserted) {
+    Route r{{first}, 0, false, nvlink};
+    if (nvlink) {
+      // `first` is GPU -> peer; a peer NVSwitch forwards to the destination GPU.
+      const auto& g = topo_.graph();
+      for (auto [e, end] = boost::out_edges(from_gpu, g); e != end; ++e) {
+        const Vertex peer = boost::target(*e, g);
+        if (g[*e].kind != LinkKind::kNvLink || link_port(from_gpu, peer, g[*e]) != first) continue;
+        if (peer != to_gpu)
+          r.hops.push_back(link_port(peer, to_gpu, g[boost::edge(peer, to_gpu, g).first]));
+      }
+    } else {
+      r.hops = path(from_gpu, to_gpu);
+    }
+    routes_.push_back(std::move(r));
+  }
+  return it->second;
+}
+
+bool HostFabric::transfer_local(std::uint64_t id) {
+  const Message& m = log_[id];
+  const auto& g = topo_.graph();
+  if (m.src == m.dst || g[topo_.endpoints()[m.src]].server != g[topo_.endpoints()[m.dst]].server)
+    return false;
+  const Vertex from = gpu_of_[m.src], to = gpu_of_[m.dst];
+  // NVLink: every link bundle out of the source GPU that reaches the destination (directly or
+  // through an NVSwitch) is a source port; each pulls the next chunk when free, so the message
+  // is striped over the bundles in proportion to their rates. Without NVLink: PCIe peer to peer.
+  bool any = false;
+  for (auto [e, end] = boost::out_edges(from, g); e != end; ++e) {
+    if (g[*e].kind != LinkKind::kNvLink) continue;
+    const Vertex peer = boost::target(*e, g);
+    if (peer != to && (g[peer].kind != NodeKind::kNvSwitch || !boost::edge(peer, to, g).second))
+      continue;
+    EgressPort* first = link_port(from, peer, g[*e]);
+    start_source(first, id, route_between(from, to, first, true));
+    any = true;
+  }
+  if (!any) {
+    EgressPort* first = path(from, to).front();
+    start_source(first, id, route_between(from, to, first, false));
+  }
+  return true;
 }
 
 Packet* HostFabric::pull(EgressPort& port) {
   const auto it = sources_.find(&port);
   if (it == sources_.end() || it->second.messages.empty()) return nullptr;
   auto& messages = it->second.messages;
-  const std::uint64_t id = messages.front();
+  const auto mtu = format_.mtu.count();
+  const auto packets_of = [&](std::uint64_t id) {
+    return static_cast<std::uint32_t>(
+        std::max<Bytes::rep>(1, (log_[id].size.count() + mtu - 1) / mtu));
+  };
+  // Drop messages whose chunks other ports (stripes) have already taken.
+  while (!messages.empty() &&
+         next_chunk_[messages.front().first] >= packets_of(messages.front().first))
+    messages.pop_front();
+  if (messages.empty()) return nullptr;
+  const auto [id, route] = messages.front();
   messages.pop_front();
   const Message& m = log_[id];
-  const auto mtu = format_.mtu.count();
   const std::uint32_t psn = next_chunk_[id]++;
-  const auto packets =
-      static_cast<std::uint32_t>(std::max<Bytes::rep>(1, (m.size.count() + mtu - 1) / mtu));
+  const auto packets = packets_of(id);
   Packet* p = pool_.acquire();
   p->kind = PacketKind::kDma;
   p->message = id;
   p->psn = psn;
   p->payload = static_cast<std::uint32_t>(std::min<Bytes::rep>(mtu, m.size.count() - psn * mtu));
-  p->wire_bytes = chunk_wire_bytes(p->payload);
+  p->wire_bytes = chunk_wire_bytes(p->payload, routes_[route].nvlink);
   p->last = psn + 1 == packets;
-  p->route = static_cast<std::uint16_t>(2 * m.src);
+  p->route = static_cast<std::uint16_t>(route);
   p->hop = 0;
-  if (!p->last) messages.push_back(id);  // round robin among this GPU's messages
+  if (!p->last) messages.emplace_back(id, route);  // round robin among this port's messages
   return p;
 }
 
@@ -147,7 +210,7 @@ void HostFabric::deliver(std::uint64_t id, std::uint32_t psn, std::uint32_t payl
   p->message = id;
   p->psn = psn;
   p->payload = payload;
-  p->wire_bytes = chunk_wire_bytes(payload);
+  p->wire_bytes = chunk_wire_bytes(payload, false);
   p->last = last;
   p->route = static_cast<std::uint16_t>(2 * log_[id].dst + 1);
   p->hop = 0;

@@ -35,6 +35,9 @@ struct HostFabricParams {
   bool gpudirect = true;
   Bytes pcie_max_payload{256};
   Bytes pcie_tlp_overhead{24};
+  // NVLink moves data in packets of up to 256 B with a 16 B header (an estimate, configurable).
+  Bytes nvlink_max_payload{256};
+  Bytes nvlink_overhead{16};
   Bandwidth host_memory_rate = Bandwidth::from_bps(1'600'000'000'000);  // 200 GB/s per socket
   Time host_memory_latency = Time::from_ps(100'000);                    // 100 ns
 };
@@ -49,6 +52,7 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
 
   void fetch(std::uint64_t id) override;
   void deliver(std::uint64_t id, std::uint32_t psn, std::uint32_t payload, bool last) override;
+  bool transfer_local(std::uint64_t id) override;
   void receive(Packet* p, std::uint16_t ingress) override;
   Packet* pull(EgressPort& port) override;
   // The in-server route names of endpoint `nic` (source side, destination side), for tests.
@@ -58,15 +62,18 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
   struct Route {
     std::vector<EgressPort*> hops;
     std::size_t nic = 0;
-    bool to_nic = true;
+    bool to_nic = true;   // ends at a NIC (else in GPU memory)
+    bool nvlink = false;  // NVLink framing instead of PCIe TLPs
   };
   struct Source {
-    std::deque<std::uint64_t> messages;  // being fetched, round robin
+    std::deque<std::pair<std::uint64_t, std::size_t>> messages;  // (message, route), round robin
   };
   EgressPort* link_port(Vertex from, Vertex to, const LinkInfo& link);
   EgressPort* memory_port(Vertex cpu);
   std::vector<EgressPort*> path(Vertex from, Vertex to);
-  std::uint32_t chunk_wire_bytes(std::uint32_t payload) const;
+  std::uint32_t chunk_wire_bytes(std::uint32_t payload, bool nvlink) const;
+  std::size_t route_between(Vertex from_gpu, Vertex to_gpu, EgressPort* first, bool nvlink);
+  void start_source(EgressPort* first, std::uint64_t id, std::size_t route);
 
   Simulation& sim_;
   Pool<Packet>& pool_;
@@ -79,7 +86,9 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
   std::map<Vertex, std::unique_ptr<EgressPort>> memory_ports_;
   std::vector<Route> routes_;  // [2 n] source side of NIC n, [2 n + 1] destination side
   std::map<EgressPort*, Source> sources_;
-  std::vector<std::uint32_t> next_chunk_;  // per message, source side
+  std::vector<std::uint32_t> next_chunk_;                               // per message, source side
+  std::vector<Vertex> gpu_of_;                                          // per endpoint
+  std::map<std::pair<EgressPort*, Vertex>, std::size_t> local_routes_;  // (first port, dst GPU)
 };
 
 }  // namespace fabricsim
