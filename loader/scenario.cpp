@@ -213,6 +213,10 @@ void read_nic(ConfigReader& nic, Scenario& s) {
   n.ib_timeout = static_cast<int>(nic.integer("ib_timeout", 20, 0, 31));
   n.ib_retry_cnt = static_cast<int>(nic.integer("ib_retry_cnt", 7, 0, 7));
   s.network.host.gpudirect = nic.boolean("gpudirect", true);
+  const std::string level = nic.choice("gdr_level", "PXB", {"PIX", "PXB", "PHB", "NODE", "SYS"});
+  s.network.host.gdr_level = level == "SYS"                      ? PcieDistance::kSys
+                             : level == "PHB" || level == "NODE" ? PcieDistance::kPhb
+                                                                 : PcieDistance::kPxb;
   {
     ConfigReader t = nic.table("tcp");
     if (!tcp && nic.has("tcp")) t.error("congestion", "applies only to nic.transport = \"tcp\"");

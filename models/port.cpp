@@ -17,6 +17,7 @@ EgressPort::EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& n
       watchdog_(sim.bind<&EgressPort::on_watchdog>(*this)),
       credit_(sim.bind<&EgressPort::on_credit>(*this)),
       queue_gauge_(sim.probes().gauge(name + ".queue_bytes")),
+      tx_bytes_gauge_(sim.probes().gauge(name + ".tx_bytes_cumulative")),
       tx_packets_(sim.probes().counter(name + ".tx_packets")),
       tx_bytes_(sim.probes().counter(name + ".tx_bytes")),
       tx_data_packets_(sim.probes().counter(name + ".tx_data_packets")) {
@@ -25,6 +26,8 @@ EgressPort::EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& n
     if ((cfg.lossless >> p & 1) == 0) continue;
     tx_pause_[p] = &sim.probes().counter(fmt::format("{}.tx_prio{}_pause", name, p));
     rx_pause_[p] = &sim.probes().counter(fmt::format("{}.rx_prio{}_pause", name, p));
+    prio_queue_gauge_[p] = &sim.probes().gauge(fmt::format("{}.prio{}_queue_bytes", name, p));
+    paused_gauge_[p] = &sim.probes().gauge(fmt::format("{}.prio{}_paused", name, p));
     rx_pause_duration_ns_[p] =
         &sim.probes().counter(fmt::format("{}.rx_prio{}_pause_duration_ns", name, p));
     if (cfg.watchdog > Time::zero()) {
@@ -47,6 +50,8 @@ void EgressPort::account(Packet* p, bool added) {
     total_queued_ -= size;
   }
   queue_gauge_.set(static_cast<double>(total_queued_.count()));
+  if (prio_queue_gauge_[p->priority] != nullptr)
+    prio_queue_gauge_[p->priority]->set(static_cast<double>(queued_[p->priority].count()));
 }
 
 void EgressPort::discard(Packet* p) {
@@ -146,6 +151,7 @@ void EgressPort::start_transmission(Packet* p) {
     credits_[p->priority] -= Bytes(p->wire_bytes);
   tx_packets_.add();
   tx_bytes_.add(p->wire_bytes);
+  tx_bytes_gauge_.set(static_cast<double>(tx_bytes_.value));
   if (p->kind == PacketKind::kData) tx_data_packets_.add();
   busy_until_ = done;
   if (waiting_ > 0 || owner_pulls_) schedule_tx_done(done);
@@ -212,6 +218,7 @@ void EgressPort::apply_pause(std::uint8_t priority, std::uint16_t quanta) {
   }
   // One quantum is 512 bit times at this link's rate: 64 bytes' serialization time.
   paused_until_[priority] = now + tx_time(Bytes(64LL * quanta), cfg_.rate);
+  if (paused_gauge_[priority] != nullptr) paused_gauge_[priority]->set(1);
   pause_started_[priority] = now;
   pause_timer_[priority] =
       sim_.schedule_cancellable_at(paused_until_[priority], pause_expiry_, priority);
@@ -227,6 +234,7 @@ void EgressPort::on_pause_expiry(std::uint64_t priority) {
 }
 
 void EgressPort::end_pause(std::uint8_t priority) {
+  if (paused_gauge_[priority] != nullptr) paused_gauge_[priority]->set(0);
   sim_.cancel(watchdog_timer_[priority]);
   storm_[priority] = false;
 }

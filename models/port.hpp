@@ -172,6 +172,10 @@ class EgressPort {
   Bytes peak_queued_{0};
   std::deque<InFlight> wire_;
   Gauge& queue_gauge_;
+  Gauge& tx_bytes_gauge_;  // cumulative, for link utilisation time series
+  // Per lossless priority: bytes queued, and 1 while the far end holds the priority paused.
+  std::array<Gauge*, kPriorities> prio_queue_gauge_{};
+  std::array<Gauge*, kPriorities> paused_gauge_{};
   Counter& tx_packets_;
   Counter& tx_bytes_;
   Counter& tx_data_packets_;

@@ -450,6 +450,39 @@ message_size = "16MiB"
   for (const double g : goodputs(false)) EXPECT_NEAR(g / staged_expected, 1.0, 0.03) << g;
 }
 
+TEST(PacketFabric, GpuDirectIsChosenPerGpuNicPairByPcieDistance) {
+  // A server whose NIC sits on another PCIe switch than the GPU it serves: their path runs
+  // through the CPU (PHB). With NCCL's default level PXB the pair is staged through host
+  // memory; with gdr_level = "PHB" it uses GPUDirect; a DGX A100 pair (same switch) always does.
+  const std::string toml = R"(
+[server]
+preset = "dgx-a100"
+count = 2
+sockets = 1
+pcie_switch_sockets = [0, 0]
+gpu_pcie_switch = [0, 1]
+nic_pcie_switch = [1]
+nvswitch_links = [2]
+[fabric]
+link_rate = "200Gbps"
+[traffic]
+message_size = "1MiB"
+)";
+  const auto gdr = [&](std::vector<std::string> set) {
+    const Scenario s = load_scenario_text(toml, "t.toml", {.overrides = std::move(set)});
+    const BuiltCluster c(s);
+    Simulation sim(1);
+    PacketNetwork net(sim, c.topology, c.routing, s.network);
+    const auto route = net.host_fabric()->route_names(0, true);
+    EXPECT_EQ(std::find(route.begin(), route.end(), "server0.cpu0.memory") == route.end(),
+              net.host_fabric()->uses_gpudirect(0));
+    return net.host_fabric()->uses_gpudirect(0);
+  };
+  EXPECT_FALSE(gdr({}));
+  EXPECT_TRUE(gdr({"nic.gdr_level=\"PHB\""}));
+  EXPECT_FALSE(gdr({"nic.gdr_level=\"SYS\"", "nic.gpudirect=false"}));
+}
+
 TEST(PacketFabric, MessagesInsideAServerTravelOverNvlinkStripedAcrossNvswitches) {
   // One 64 MiB message from GPU 0 to GPU 1 of a DGX A100 (12 NVLink links of 25 GB/s per
   // direction, 2 to each of 6 NVSwitches) and of a DGX H100 (18 links: 5, 5, 4, 4 to 4

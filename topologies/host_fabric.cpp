@@ -35,7 +35,14 @@ HostFabric::HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo
     const Vertex gpu = server_gpus.at(gpu_index);
     gpu_of_.push_back(gpu);
     Route src{{}, e, true}, dst{{}, e, false};
-    if (params.gpudirect) {
+    // The pair's PCIe distance decides GPUDirect for every transfer through this NIC.
+    int cpus_crossed = 0;
+    for (const Vertex v : vertex_path(gpu, nic)) cpus_crossed += g[v].kind == NodeKind::kCpu;
+    const PcieDistance distance = cpus_crossed == 0   ? PcieDistance::kPxb
+                                  : cpus_crossed == 1 ? PcieDistance::kPhb
+                                                      : PcieDistance::kSys;
+    gdr_.push_back(params.gpudirect && distance <= params.gdr_level);
+    if (gdr_.back()) {
       src.hops = path(gpu, nic);
       dst.hops = path(nic, gpu);
     } else {
@@ -80,10 +87,10 @@ EgressPort* HostFabric::memory_port(Vertex cpu) {
   return slot.get();
 }
 
-std::vector<EgressPort*> HostFabric::path(Vertex from, Vertex to) {
+std::vector<Vertex> HostFabric::vertex_path(Vertex from, Vertex to) const {
   // Breadth-first over PCIe and inter-socket links (never NVLink or the network).
   const auto& g = topo_.graph();
-  std::map<Vertex, std::pair<Vertex, const LinkInfo*>> parent{{from, {from, nullptr}}};
+  std::map<Vertex, Vertex> parent{{from, from}};
   std::deque<Vertex> queue{from};
   while (!queue.empty() && !parent.contains(to)) {
     const Vertex u = queue.front();
@@ -91,17 +98,26 @@ std::vector<EgressPort*> HostFabric::path(Vertex from, Vertex to) {
     for (auto [it, end] = boost::out_edges(u, g); it != end; ++it) {
       const LinkInfo& l = g[*it];
       if (l.kind != LinkKind::kPcie && l.kind != LinkKind::kInterSocket) continue;
-      const Vertex v = boost::target(*it, g);
-      if (parent.emplace(v, std::make_pair(u, &l)).second) queue.push_back(v);
+      if (parent.emplace(boost::target(*it, g), u).second) queue.push_back(boost::target(*it, g));
     }
   }
   if (!parent.contains(to))
     throw std::invalid_argument(
         fmt::format("no PCIe path from {} to {}", g[from].name, g[to].name));
+  std::vector<Vertex> vertices{to};
+  for (Vertex v = to; v != from; v = parent.at(v)) vertices.push_back(parent.at(v));
+  std::reverse(vertices.begin(), vertices.end());
+  return vertices;
+}
+
+std::vector<EgressPort*> HostFabric::path(Vertex from, Vertex to) {
+  const auto& g = topo_.graph();
+  const auto vertices = vertex_path(from, to);
   std::vector<EgressPort*> hops;
-  for (Vertex v = to; v != from; v = parent[v].first)
-    hops.push_back(link_port(parent[v].first, v, *parent[v].second));
-  std::reverse(hops.begin(), hops.end());
+  for (std::size_t i = 0; i + 1 < vertices.size(); ++i) {
+    const auto edge = boost::edge(vertices[i], vertices[i + 1], g);
+    hops.push_back(link_port(vertices[i], vertices[i + 1], g[edge.first]));
+  }
   return hops;
 }
 

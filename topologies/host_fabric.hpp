@@ -31,8 +31,14 @@
 
 namespace fabricsim {
 
+// GPU-NIC distance classes, as NCCL_NET_GDR_LEVEL names them.
+enum class PcieDistance { kPxb = 1, kPhb = 2, kSys = 3 };
+
 struct HostFabricParams {
   bool gpudirect = true;
+  // GPUDirect is used for a GPU-NIC pair only if their PCIe path is no longer than this:
+  // kPxb under one PCIe switch, kPhb through their CPU, kSys across sockets (NCCL's rule).
+  PcieDistance gdr_level = PcieDistance::kPxb;
   Bytes pcie_max_payload{256};
   Bytes pcie_tlp_overhead{24};
   // NVLink moves data in packets of up to 256 B with a 16 B header (an estimate, configurable).
@@ -57,6 +63,7 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
   Packet* pull(EgressPort& port) override;
   // The in-server route names of endpoint `nic` (source side, destination side), for tests.
   std::vector<std::string> route_names(std::size_t nic, bool source) const;
+  bool uses_gpudirect(std::size_t nic) const { return gdr_[nic]; }
 
  private:
   struct Route {
@@ -71,6 +78,7 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
   EgressPort* link_port(Vertex from, Vertex to, const LinkInfo& link);
   EgressPort* memory_port(Vertex cpu);
   std::vector<EgressPort*> path(Vertex from, Vertex to);
+  std::vector<Vertex> vertex_path(Vertex from, Vertex to) const;
   std::uint32_t chunk_wire_bytes(std::uint32_t payload, bool nvlink) const;
   std::size_t route_between(Vertex from_gpu, Vertex to_gpu, EgressPort* first, bool nvlink);
   void start_source(EgressPort* first, std::uint64_t id, std::size_t route);
@@ -86,8 +94,9 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
   std::map<Vertex, std::unique_ptr<EgressPort>> memory_ports_;
   std::vector<Route> routes_;  // [2 n] source side of NIC n, [2 n + 1] destination side
   std::map<EgressPort*, Source> sources_;
-  std::vector<std::uint32_t> next_chunk_;                               // per message, source side
-  std::vector<Vertex> gpu_of_;                                          // per endpoint
+  std::vector<std::uint32_t> next_chunk_;  // per message, source side
+  std::vector<bool> gdr_;                  // per endpoint: GPUDirect chosen for its GPU-NIC pair
+  std::vector<Vertex> gpu_of_;             // per endpoint
   std::map<std::pair<EgressPort*, Vertex>, std::size_t> local_routes_;  // (first port, dst GPU)
 };
 
