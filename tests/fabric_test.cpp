@@ -40,6 +40,13 @@ struct FabricRun {
                                                       scenario.simulation.no_progress_timeout});
     reason = sim.run_until(scenario.simulation.stop_time);
   }
+  // When the last message completed.
+  Time last_finish() const {
+    Time last = Time::zero();
+    for (const Message& m : const_cast<PacketNetwork&>(net).messages())
+      last = std::max(last, m.finish);
+    return last;
+  }
   std::uint64_t counter(std::string_view name) const {
     for (const auto& c : const_cast<Simulation&>(sim).probes().counters())
       if (c.name == name) return c.value;
@@ -146,9 +153,7 @@ TEST(PacketFabric, IncastWithPfcIsLosslessPausesTheSendersAndSharesFairly) {
     const auto [lo, hi] = std::minmax_element(goodput.begin(), goodput.end());
     EXPECT_LT(*hi / *lo, 1.02) << senders << " senders: " << *lo << " .. " << *hi;
     // And the bottleneck ran at line rate: total bytes over the last completion.
-    Time last = Time::zero();
-    for (const Message& m : run.net.messages()) last = std::max(last, m.finish);
-    EXPECT_GT(rate_gbps(Bytes(4LL << 20) * senders, last), 0.95 * 100 * 4096 / 4178);
+    EXPECT_GT(rate_gbps(Bytes(4LL << 20) * senders, run.last_finish()), 0.95 * 100 * 4096 / 4178);
   }
 }
 
@@ -216,8 +221,7 @@ TEST(PacketFabric, WithoutDcqcnTheQueueSitsAtTheXoffThreshold) {
   FabricRun run(star(9), {"switch.pfc=true", "switch.pfc_xoff=\"64KB\"", "switch.pfc_xon=\"32KB\"",
                           "traffic.message_size=\"4MiB\"", "simulation.sample_interval=\"1us\"",
                           "simulation.timeseries=[\"switch0.port0.queue_bytes\"]"});
-  Time end = Time::zero();
-  for (const Message& m : run.net.messages()) end = std::max(end, m.finish);
+  const Time end = run.last_finish();
   const double per_sender = run.mean_series("switch0.port0.queue_bytes", end / 4, end / 4 * 3) / 8;
   EXPECT_GE(per_sender, 64'000);
   EXPECT_LE(per_sender, 64'000 + 7'300);
@@ -253,9 +257,7 @@ message_size = "4MiB"
     leaf1_pauses += run.counter(fmt::format("leaf1.port{}.tx_prio3_pause", p));
   EXPECT_GT(spine_pauses, 0u);  // spines pause leaf1's uplinks: the pause went one hop up
   EXPECT_GT(leaf1_pauses, 0u);  // and leaf1 pauses its hosts: two hops up from the bottleneck
-  Time last = Time::zero();
-  for (const Message& m : run.net.messages()) last = std::max(last, m.finish);
-  EXPECT_GT(rate_gbps(Bytes(7LL * (4 << 20)), last), 0.9 * 100 * 4096 / 4178);
+  EXPECT_GT(rate_gbps(Bytes(7LL * (4 << 20)), run.last_finish()), 0.9 * 100 * 4096 / 4178);
 }
 
 TEST(PacketFabric, CyclicRoutesOnALosslessRingDeadlockAndTheCycleIsReported) {
@@ -328,9 +330,7 @@ TEST(PacketFabric, APfcBandSmallerThanTheHopBdpLosesThroughputAsDerived) {
                             fmt::format("switch.pfc_xoff=\"{}B\"", kb * 1000),
                             fmt::format("switch.pfc_xon=\"{}B\"", kb * 500),
                             "traffic.message_size=\"16MiB\""});
-    Time last = Time::zero();
-    for (const Message& m : run.net.messages()) last = std::max(last, m.finish);
-    const double goodput = rate_gbps(Bytes(32LL << 20), last);
+    const double goodput = rate_gbps(Bytes(32LL << 20), run.last_finish());
     EXPECT_NEAR(goodput / expected, 1.0, 0.03)
         << kb << " KB: simulated " << goodput << " Gb/s, derived " << expected;
     if (kb == 8) {
@@ -396,12 +396,7 @@ TEST(PacketFabric, TcpIncastLosesAndRecoversAndDctcpLosesLess) {
   EXPECT_EQ(dctcp.counter("host0.rx_payload_bytes"), 4u * (4u << 20));
   EXPECT_LT(dctcp.counter("switch0.drop_packets"), reno.counter("switch0.drop_packets"));
   EXPECT_GT(dctcp.counter("switch0.ecn_marked_packets"), 0u);
-  const auto makespan = [](FabricRun& run) {
-    Time last = Time::zero();
-    for (const Message& m : run.net.messages()) last = std::max(last, m.finish);
-    return last;
-  };
-  EXPECT_LT(makespan(dctcp), makespan(reno));
+  EXPECT_LT(dctcp.last_finish(), reno.last_finish());
 }
 
 TEST(PacketFabric, WithoutGpuDirectStagingThroughHostMemorySharesThePcieUplink) {
