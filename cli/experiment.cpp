@@ -18,17 +18,18 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
 }
 
-// Sum of the counters whose names end with `suffix` (tx_prio<p>_pause counts frames sent).
+// Sum of the counters whose names satisfy `match`.
+template <class Match>
 std::uint64_t sum_counters(const std::vector<std::pair<std::string, std::uint64_t>>& counters,
-                           std::string_view suffix) {
+                           Match match) {
   std::uint64_t sum = 0;
-  for (const auto& [name, value] : counters) {
-    if (suffix == "_pause"
-            ? (name.find(".tx_prio") != std::string::npos && name.ends_with("_pause"))
-            : name.ends_with(suffix))
-      sum += value;
-  }
+  for (const auto& [name, value] : counters)
+    if (match(std::string_view(name))) sum += value;
   return sum;
+}
+
+auto ends_with(std::string_view suffix) {
+  return [suffix](std::string_view name) { return name.ends_with(suffix); };
 }
 
 }  // namespace
@@ -81,7 +82,6 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
 
   Bytes peak_queue{0};
   double peak_util = 0;
-  std::uint64_t drops = 0;
   for (std::size_t s = 0; s < fabric.switch_count(); ++s) {
     Switch& sw = fabric.network_switch(s);
     for (std::size_t i = 0; i < sw.port_count(); ++i) {
@@ -95,7 +95,6 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
   }
   for (const auto& c : sim.probes().counters()) {
     r.counters.emplace_back(std::string(c.name), c.value);
-    if (c.name.ends_with(".drop_packets")) drops += c.value;
   }
 
   r.metrics = {
@@ -108,13 +107,20 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
       {"fct_p50_us", percentile(fct_us, 50), "us"},
       {"fct_p99_us", percentile(fct_us, 99), "us"},
       {"fct_max_us", fct_us.empty() ? 0 : fct_us.back(), "us"},
-      {"dropped_packets", static_cast<double>(drops), ""},
-      {"pfc_pause_frames", static_cast<double>(sum_counters(r.counters, "_pause")), ""},
-      {"ecn_marked_packets", static_cast<double>(sum_counters(r.counters, ".ecn_marked_packets")),
+      {"dropped_packets", static_cast<double>(sum_counters(r.counters, ends_with(".drop_packets"))),
        ""},
-      {"cnp_sent", static_cast<double>(sum_counters(r.counters, ".cnp_sent")), ""},
+      {"pfc_pause_frames",
+       static_cast<double>(sum_counters(r.counters,
+                                        [](std::string_view n) {
+                                          return n.find(".tx_prio") != std::string_view::npos &&
+                                                 n.ends_with("_pause");  // frames sent
+                                        })),
+       ""},
+      {"ecn_marked_packets",
+       static_cast<double>(sum_counters(r.counters, ends_with(".ecn_marked_packets"))), ""},
+      {"cnp_sent", static_cast<double>(sum_counters(r.counters, ends_with(".cnp_sent"))), ""},
       {"retransmitted_packets",
-       static_cast<double>(sum_counters(r.counters, ".retransmitted_packets")), ""},
+       static_cast<double>(sum_counters(r.counters, ends_with(".retransmitted_packets"))), ""},
       {"qp_errors", static_cast<double>(fabric.errors().size()), ""},
       {"peak_switch_queue_bytes", static_cast<double>(peak_queue.count()), "B"},
       {"peak_switch_port_utilization", peak_util, ""},

@@ -248,6 +248,16 @@ ConfigReader::ConfigReader(const ConfigNode* node, std::string path, std::string
       errors_(errors),
       resolved_(resolved) {}
 
+// What a value that is the wrong type was, for messages ("an integer 5", "a table").
+std::string ConfigReader::got(const ConfigNode* c) {
+  return c->value != nullptr ? describe(*c->value) : std::string("a table");
+}
+
+void ConfigReader::missing(std::string_view key, std::string_view what) {
+  errors_.push_back(
+      fmt::format("{}: missing required key '{}' ({})", position(key), key_path(key), what));
+}
+
 std::string ConfigReader::key_path(std::string_view key) const {
   return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
 }
@@ -278,16 +288,14 @@ std::string ConfigReader::string(std::string_view key, std::optional<std::string
   std::string out;
   if (c == nullptr) {
     if (!fallback) {
-      errors_.push_back(
-          fmt::format("{}: missing required key '{}' (a string)", position(key), key_path(key)));
+      missing(key, "a string");
       return {};
     }
     out = *fallback;
   } else if (const auto* s = c->value != nullptr ? c->value->as_string() : nullptr) {
     out = s->get();
   } else {
-    error(key, fmt::format("expected a string, got {}",
-                           c->value ? describe(*c->value) : std::string("a table")));
+    error(key, fmt::format("expected a string, got {}", got(c)));
     return fallback.value_or("");
   }
   resolved_.insert_or_assign(key, out);
@@ -316,8 +324,7 @@ std::int64_t ConfigReader::integer(std::string_view key, std::optional<std::int6
   std::int64_t out;
   if (c == nullptr) {
     if (!fallback) {
-      errors_.push_back(
-          fmt::format("{}: missing required key '{}' (an integer)", position(key), key_path(key)));
+      missing(key, "an integer");
       return min;
     }
     out = *fallback;
@@ -330,8 +337,7 @@ std::int64_t ConfigReader::integer(std::string_view key, std::optional<std::int6
       return min;
     }
   } else {
-    error(key, fmt::format("expected an integer, got {}",
-                           c->value ? describe(*c->value) : std::string("a table")));
+    error(key, fmt::format("expected an integer, got {}", got(c)));
     return min;
   }
   resolved_.insert_or_assign(key, out);
@@ -343,16 +349,14 @@ bool ConfigReader::boolean(std::string_view key, std::optional<bool> fallback) {
   bool out = false;
   if (c == nullptr) {
     if (!fallback) {
-      errors_.push_back(fmt::format("{}: missing required key '{}' (true or false)", position(key),
-                                    key_path(key)));
+      missing(key, "true or false");
       return false;
     }
     out = *fallback;
   } else if (const auto* b = c->value != nullptr ? c->value->as_boolean() : nullptr) {
     out = b->get();
   } else {
-    error(key, fmt::format("expected true or false, got {}",
-                           c->value ? describe(*c->value) : std::string("a table")));
+    error(key, fmt::format("expected true or false, got {}", got(c)));
     return false;
   }
   resolved_.insert_or_assign(key, out);
@@ -367,8 +371,7 @@ std::vector<std::int64_t> ConfigReader::integer_list(std::string_view key,
   if (c != nullptr) {
     const auto* arr = c->value != nullptr ? c->value->as_array() : nullptr;
     if (arr == nullptr) {
-      error(key, fmt::format("expected an array of integers, got {}",
-                             c->value ? describe(*c->value) : std::string("a table")));
+      error(key, fmt::format("expected an array of integers, got {}", got(c)));
       return out;
     }
     out.clear();
@@ -394,8 +397,7 @@ double ConfigReader::real(std::string_view key, std::optional<double> fallback, 
   double out = 0;
   if (c == nullptr) {
     if (!fallback) {
-      errors_.push_back(
-          fmt::format("{}: missing required key '{}' (a number)", position(key), key_path(key)));
+      missing(key, "a number");
       return min;
     }
     out = *fallback;
@@ -404,8 +406,7 @@ double ConfigReader::real(std::string_view key, std::optional<double> fallback, 
   } else if (const auto* i = c->value != nullptr ? c->value->as_integer() : nullptr) {
     out = static_cast<double>(i->get());
   } else {
-    error(key, fmt::format("expected a number, got {}",
-                           c->value ? describe(*c->value) : std::string("a table")));
+    error(key, fmt::format("expected a number, got {}", got(c)));
     return min;
   }
   if (!(out >= min && out <= max)) {
@@ -426,8 +427,7 @@ double ConfigReader::length_m(std::string_view key, std::optional<double> fallba
   double out = fallback.value_or(0);
   if (c == nullptr) {
     if (!fallback) {
-      errors_.push_back(fmt::format("{}: missing required key '{}' (a length such as \"3m\")",
-                                    position(key), key_path(key)));
+      missing(key, "a length such as \"3m\"");
       return 0;
     }
   } else {
@@ -438,8 +438,7 @@ double ConfigReader::length_m(std::string_view key, std::optional<double> fallba
     const bool ok =
         s != nullptr && end != text.c_str() && std::string_view(end) == "m" && out > 0 && out < 1e6;
     if (!ok) {
-      error(key, fmt::format("expected a cable length in metres such as \"3m\", got {}",
-                             c->value ? describe(*c->value) : std::string("a table")));
+      error(key, fmt::format("expected a cable length in metres such as \"3m\", got {}", got(c)));
       return fallback.value_or(1);
     }
   }
@@ -452,8 +451,7 @@ std::optional<std::filesystem::path> ConfigReader::file(std::string_view key) {
   if (c == nullptr) return std::nullopt;
   const auto* s = c->value != nullptr ? c->value->as_string() : nullptr;
   if (s == nullptr) {
-    error(key, fmt::format("expected a file name, got {}",
-                           c->value ? describe(*c->value) : std::string("a table")));
+    error(key, fmt::format("expected a file name, got {}", got(c)));
     return std::nullopt;
   }
   std::filesystem::path p = s->get();
@@ -475,8 +473,7 @@ std::vector<std::string> ConfigReader::string_list(std::string_view key,
   if (c != nullptr) {
     const auto* arr = c->value != nullptr ? c->value->as_array() : nullptr;
     if (arr == nullptr) {
-      error(key, fmt::format("expected an array of strings, got {}",
-                             c->value ? describe(*c->value) : std::string("a table")));
+      error(key, fmt::format("expected an array of strings, got {}", got(c)));
       return {};
     }
     out.clear();
@@ -503,9 +500,8 @@ T ConfigReader::quantity(std::string_view key, std::optional<T> fallback, bool a
   T out{};
   if (c == nullptr) {
     if (!fallback) {
-      errors_.push_back(
-          fmt::format("{}: missing required key '{}' (written with its unit, e.g. \"{}\")",
-                      position(key), key_path(key), to_string(parse(std::nullopt))));
+      missing(key,
+              fmt::format("written with its unit, e.g. \"{}\"", to_string(parse(std::nullopt))));
       return T{};
     }
     out = *fallback;
@@ -513,7 +509,7 @@ T ConfigReader::quantity(std::string_view key, std::optional<T> fallback, bool a
     const auto* s = c->value != nullptr ? c->value->as_string() : nullptr;
     try {
       if (s == nullptr) {
-        const std::string shown = c->value ? describe(*c->value) : std::string("a table");
+        const std::string shown = got(c);
         error(key, fmt::format("expected a quoted value with its unit, e.g. \"{}\", got {}",
                                to_string(parse(std::nullopt)), shown));
         return T{};

@@ -123,6 +123,8 @@ class ConfigReader {
   const ConfigNode* find(std::string_view key);
   std::string key_path(std::string_view key) const;
   std::string position(std::string_view key) const;
+  static std::string got(const ConfigNode* c);
+  void missing(std::string_view key, std::string_view what);
   template <class T, class Parse>
   T quantity(std::string_view key, std::optional<T> fallback, bool allow_zero, Parse parse);
 

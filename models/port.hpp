@@ -106,14 +106,9 @@ class EgressPort {
   bool paused(std::uint8_t priority) const {
     return paused_until_[priority] > sim_.now() && !storm_[priority];
   }
-  bool in_storm(std::uint8_t priority) const { return storm_[priority]; }
-  // True while the far end holds `priority` paused (for deadlock detection).
-  Time paused_until(std::uint8_t priority) const { return paused_until_[priority]; }
   Bytes queued(std::uint8_t priority) const { return queued_[priority]; }
-  Bytes queued_total() const { return total_queued_; }
   Bytes peak_queued() const { return peak_queued_; }
   std::uint64_t tx_bytes() const { return tx_bytes_.value; }
-  std::uint64_t tx_data_packets() const { return tx_data_packets_.value; }
   const std::deque<Packet*>& queue(std::uint8_t priority) const { return queues_[priority]; }
   EgressPort* reverse() const { return reverse_; }
   PacketSink* far_end() const { return sink_; }

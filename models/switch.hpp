@@ -83,11 +83,6 @@ class Switch final : public PacketSink, public PortOwner {
   std::size_t port_count() const { return ports_.size(); }
   const std::string& name() const { return name_; }
   std::uint32_t index() const { return index_; }
-  // True while this switch holds ingress (port, priority) paused upstream.
-  bool xoff(std::size_t ingress, std::uint8_t priority) const {
-    return queues_[ingress * 8 + priority].xoff;
-  }
-
   void receive(Packet* p, std::uint16_t ingress) override;
   void on_dequeue(EgressPort& port, Packet& p) override;
 

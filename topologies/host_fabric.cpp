@@ -55,8 +55,6 @@ HostFabric::HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo
       dst.hops.push_back(memory_port(cpu));
       for (EgressPort* p : path(cpu, gpu)) dst.hops.push_back(p);
     }
-    sources_[src.hops.front()];
-    src.hops.front()->set_owner(this, /*pulls=*/true);
     routes_.push_back(std::move(src));
     routes_.push_back(std::move(dst));
     nics_[e]->set_host_side(this);
