@@ -42,8 +42,9 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
                        Simulation::ProgressFn progress) {
   Simulation sim(scenario.seed);
   PacketNetwork fabric(sim, cluster.topology, cluster.routing, scenario.network);
-  fabric.messages() = generate_messages(scenario.traffic,
-                                        static_cast<std::uint32_t>(fabric.nic_count()), sim.rng());
+  const auto traffic = generate_messages(scenario.traffic,
+                                         static_cast<std::uint32_t>(fabric.nic_count()), sim.rng());
+  fabric.messages().messages.assign(traffic.begin(), traffic.end());
   fabric.start_messages();
   GaugeSampler sampler(sim, scenario.simulation.timeseries, scenario.simulation.sample_interval);
   FabricMonitor monitor(sim, fabric,
@@ -62,7 +63,7 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
   r.sim_time = sim.now();
   r.events = sim.events_processed();
 
-  const auto& log = fabric.messages();
+  const auto& log = fabric.messages().messages;
   std::vector<double> fct_us;
   Bytes delivered{0};
   Time first_start = Time::max(), last_finish = Time::zero();

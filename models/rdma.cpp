@@ -10,10 +10,9 @@ namespace {
 constexpr std::uint64_t kGenerationMask = (1u << 22) - 1;
 }
 
-RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, std::vector<Message>& log,
-                 std::vector<QueuePair>& qps, std::vector<TransportError>& errors,
-                 std::uint32_t index, const std::string& name, const RdmaConfig& cfg,
-                 const PortConfig& port)
+RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, MessageLog& log, std::deque<QueuePair>& qps,
+                 std::vector<TransportError>& errors, std::uint32_t index, const std::string& name,
+                 const RdmaConfig& cfg, const PortConfig& port)
     : sim_(sim),
       pool_(pool),
       log_(log),
@@ -47,16 +46,22 @@ Time RdmaNic::rto() const {
 
 void RdmaNic::schedule_message(std::uint64_t id) {
   const Message& m = log_[id];
-  QueuePair& qp = qps_[id];
+  QueuePair& qp = qps_[m.connection];
+  if (!qp.initialised) {  // the QP's first message: its gauge exists from now on
+    qp.initialised = true;
+    qp.dst = m.dst;
+    set_rate(qp, line_bps_);
+    qp.target_bps = line_bps_;
+    qp.rate_gauge = &sim_.probes().gauge(fmt::format("{}.qp{}.rate_gbps", name_, m.connection));
+    qp.rate_gauge->set(line_bps_ * 1e-9);
+    qp.cwnd = cfg_.tcp.initial_window;
+  }
+  sim_.schedule_at(log_[id].start + (tcp() ? cfg_.tcp.host_latency : Time::zero()), start_, id);
+}
+
+std::uint32_t RdmaNic::packets_of(Bytes size) const {
   const auto mtu = cfg_.format.mtu.count();
-  qp.packets =
-      static_cast<std::uint32_t>(std::max<Bytes::rep>(1, (m.size.count() + mtu - 1) / mtu));
-  set_rate(qp, line_bps_);
-  qp.target_bps = line_bps_;
-  qp.rate_gauge = &sim_.probes().gauge(fmt::format("{}.qp{}.rate_gbps", name_, id));
-  qp.rate_gauge->set(line_bps_ * 1e-9);
-  qp.cwnd = cfg_.tcp.initial_window;
-  sim_.schedule_at(m.start + (tcp() ? cfg_.tcp.host_latency : Time::zero()), start_, id);
+  return static_cast<std::uint32_t>(std::max<Bytes::rep>(1, (size.count() + mtu - 1) / mtu));
 }
 
 void RdmaNic::set_rate(QueuePair& qp, double bps) {
@@ -65,16 +70,31 @@ void RdmaNic::set_rate(QueuePair& qp, double bps) {
 }
 
 void RdmaNic::on_message_start(std::uint64_t id) {
-  QueuePair& qp = qps_[id];
   if (host_ != nullptr && host_->transfer_local(id)) return;
+  Message& m = log_[id];
+  const std::uint64_t q = m.connection;
+  QueuePair& qp = qps_[q];
+  if (qp.failed) {
+    m.failed = true;  // posted on a QP in the error state
+    return;
+  }
+  qp.segments.push_back({qp.packets, id});
+  qp.packets += packets_of(m.size);
   if (host_ != nullptr) {
-    host_->fetch(id);
+    // The host side copies a QP's messages in order: this one once the earlier ones are in.
+    if (qp.fetched + 1 == qp.segments.size() && qp.ready == qp.segments.back().first_psn) {
+      ++qp.fetched;
+      host_->fetch(id);
+    }
   } else {
     qp.ready = qp.packets;
   }
-  qp.active = true;
-  qp.last_progress = sim_.now();
-  active_.push_back(id);
+  if (!qp.active) {
+    if (qp.cc_active) catch_up_idle(q);
+    qp.active = true;
+    qp.last_progress = sim_.now();
+    active_.push_back(q);
+  }
   port_.kick();
 }
 
@@ -99,19 +119,19 @@ Packet* RdmaNic::pull(EgressPort& port) {
       continue;
     }
     round_robin_ = slot + 1;
-    const Message& m = log_[id];
     const std::uint32_t psn = retransmit ? qp.retx : qp.next_psn;
-    const Bytes::rep payload = payload_of(id, psn);
+    const SegmentRef seg = segment_at(qp, psn);
+    const Bytes::rep payload = payload_of(qp, psn);
     Packet* p = pool_.acquire();
     p->kind = PacketKind::kData;
     p->message = id;
     p->src = index_;
-    p->dst = m.dst;
+    p->dst = qp.dst;
     p->psn = psn;
     p->payload = static_cast<std::uint32_t>(payload);
     p->wire_bytes = static_cast<std::uint32_t>(payload + cfg_.format.header.count());
     p->priority = cfg_.priority;
-    p->last = psn + 1 == qp.packets;
+    p->last = psn + 1 == seg.end;
     if (qp.next_psn == qp.una && rto() != Time::max()) {
       // First packet outstanding: the ACK timer starts now.
       qp.last_progress = now;
@@ -138,7 +158,10 @@ Packet* RdmaNic::pull(EgressPort& port) {
 }
 
 void RdmaNic::on_dma_ready(std::uint64_t id) {
-  ++qps_[id].ready;
+  QueuePair& qp = qps_[log_[id].connection];
+  ++qp.ready;
+  if (qp.fetched < qp.segments.size() && qp.ready == qp.segments[qp.fetched].first_psn)
+    host_->fetch(qp.segments[qp.fetched++].message);
   port_.kick();
 }
 
@@ -175,10 +198,33 @@ void RdmaNic::send_control(PacketKind kind, std::uint64_t message, std::uint32_t
   port_.enqueue(p);
 }
 
-std::uint32_t RdmaNic::payload_of(std::uint64_t id, std::uint32_t psn) const {
+RdmaNic::SegmentRef RdmaNic::segment_at(const QueuePair& qp, std::uint32_t psn) const {
+  const auto it = std::upper_bound(
+      qp.segments.begin(), qp.segments.end(), psn,
+      [](std::uint32_t v, const QueuePair::Segment& s) { return v < s.first_psn; });
+  const auto& s = *std::prev(it);
+  return {s.message, s.first_psn, it == qp.segments.end() ? qp.packets : it->first_psn};
+}
+
+std::uint32_t RdmaNic::payload_of(const QueuePair& qp, std::uint32_t psn) const {
+  const SegmentRef seg = segment_at(qp, psn);
   const auto mtu = cfg_.format.mtu.count();
-  return static_cast<std::uint32_t>(
-      std::min<Bytes::rep>(mtu, log_[id].size.count() - static_cast<Bytes::rep>(psn) * mtu));
+  return static_cast<std::uint32_t>(std::min<Bytes::rep>(
+      mtu, log_[seg.message].size.count() - static_cast<Bytes::rep>(psn - seg.first) * mtu));
+}
+
+void RdmaNic::deliver_in_order(QueuePair& qp, std::uint32_t psn, Time finish) {
+  const SegmentRef seg = segment_at(qp, psn);
+  const std::uint32_t payload = payload_of(qp, psn);
+  const bool last = psn + 1 == seg.end;
+  rx_bytes_.add(payload);
+  if (last) rx_messages_.add();
+  if (host_ != nullptr) {
+    host_->deliver(seg.message, psn - seg.first, payload, last);
+    return;
+  }
+  log_.add_received(seg.message, Bytes(payload));
+  if (last) log_.complete(seg.message, finish);
 }
 
 void RdmaNic::receive(Packet* p, std::uint16_t) {
@@ -211,7 +257,6 @@ void RdmaNic::receive(Packet* p, std::uint16_t) {
 
 void RdmaNic::on_data(Packet* p) {
   QueuePair& qp = qps_[p->message];
-  Message& m = log_[p->message];
   const Time now = sim_.now();
   if (p->ecn) {
     if (qp.last_cnp == Time::max() || now - qp.last_cnp >= cfg_.dcqcn.min_time_between_cnps) {
@@ -223,14 +268,7 @@ void RdmaNic::on_data(Packet* p) {
   if (p->psn == qp.expected) {
     ++qp.expected;
     qp.nak_sent = false;
-    rx_bytes_.add(p->payload);
-    if (host_ != nullptr) {
-      host_->deliver(p->message, p->psn, p->payload, p->last);
-    } else {
-      m.received += Bytes(p->payload);
-      if (p->last) m.finish = now;
-    }
-    if (p->last) rx_messages_.add();
+    deliver_in_order(qp, p->psn, now);
     if (p->last || qp.expected % static_cast<std::uint32_t>(cfg_.ack_interval) == 0)
       send_control(PacketKind::kAck, p->message, p->src, p->psn);
   } else if (p->psn > qp.expected) {
@@ -272,15 +310,18 @@ void RdmaNic::on_nak(std::uint64_t id, std::uint32_t psn) {
 void RdmaNic::retry(std::uint64_t id, const char* why) {
   QueuePair& qp = qps_[id];
   if (++qp.retries > cfg_.ib_retry_cnt) {
-    const Message& m = log_[id];
-    log_[id].failed = true;
+    // The QP enters the error state: its unfinished messages (and any posted later) fail.
+    qp.failed = true;
+    const std::uint64_t first = segment_at(qp, qp.una).message;
+    for (const auto& s : qp.segments)
+      if (!log_[s.message].complete()) log_[s.message].failed = true;
     qp_errors_.add();
     errors_.push_back(
-        {sim_.now(), id,
-         fmt::format("{}: ibv_poll_cq error 12 (transport retry counter exceeded) on the QP "
-                     "of message {} to endpoint {} after {} retries ({}), {} of {} packets "
+        {sim_.now(), first,
+         fmt::format("{}: ibv_poll_cq error 12 (transport retry counter exceeded) on QP {} "
+                     "(message {}) to endpoint {} after {} retries ({}), {} of {} packets "
                      "acknowledged",
-                     name_, id, m.dst, cfg_.ib_retry_cnt, why, qp.una, qp.packets)});
+                     name_, id, first, qp.dst, cfg_.ib_retry_cnt, why, qp.una, qp.packets)});
     finish_sender(id);
     return;
   }
@@ -294,6 +335,7 @@ void RdmaNic::retry(std::uint64_t id, const char* why) {
 void RdmaNic::finish_sender(std::uint64_t id) {
   QueuePair& qp = qps_[id];
   qp.active = false;
+  qp.idle_since = sim_.now();
   ++qp.cc_generation;
   ++qp.increase_generation;
   sim_.cancel(qp.rto_timer);
@@ -321,10 +363,48 @@ void RdmaNic::on_cnp(std::uint64_t id) {
                            : qp.rate_bps;
   set_rate(qp, first);
   qp.target_bps = first;
+  start_cc_timers(id);
+}
+
+void RdmaNic::start_cc_timers(std::uint64_t id) {
+  QueuePair& qp = qps_[id];
+  const DcqcnConfig& d = cfg_.dcqcn;
   const std::uint32_t g = ++qp.cc_generation;
   schedule_timer(id, kAlpha, g, sim_.now() + d.dce_tcp_rtt);
   schedule_timer(id, kDecrease, g, sim_.now() + d.rate_reduce_monitor_period);
   schedule_timer(id, kIncrease, ++qp.increase_generation, sim_.now() + d.rpg_time_reset);
+}
+
+bool RdmaNic::increase_step(QueuePair& qp) {
+  const DcqcnConfig& d = cfg_.dcqcn;
+  if (qp.stage == d.rpg_threshold) {
+    qp.target_bps = std::min(line_bps_, qp.target_bps + static_cast<double>(d.rpg_ai_rate.bps()));
+  } else if (qp.stage > d.rpg_threshold) {
+    qp.target_bps = std::min(line_bps_, qp.target_bps + static_cast<double>(d.rpg_hai_rate.bps()));
+  }
+  set_rate(qp, std::min(line_bps_, (qp.target_bps + qp.rate_bps) / 2));
+  ++qp.stage;
+  if (qp.rate_bps >= line_bps_ * (1 - 1e-9)) {
+    // Back at line rate: congestion control goes idle until the next CNP.
+    set_rate(qp, line_bps_);
+    qp.cc_active = false;
+    ++qp.cc_generation;
+    return false;
+  }
+  return true;
+}
+
+void RdmaNic::catch_up_idle(std::uint64_t id) {
+  // An idle QP has no timers (they would keep the simulation alive); the time it sat idle
+  // gets the alpha decays and rate-increase steps its timers would have applied, with no CNPs.
+  QueuePair& qp = qps_[id];
+  const DcqcnConfig& d = cfg_.dcqcn;
+  const Time idle = sim_.now() - qp.idle_since;
+  qp.alpha *= std::pow(1 - d.dce_tcp_g, static_cast<double>(idle / d.dce_tcp_rtt));
+  qp.cnp_in_alpha_window = qp.cnp_in_decrease_window = false;
+  for (Time::rep k = idle / d.rpg_time_reset; k > 0; --k)
+    if (!increase_step(qp)) return;
+  start_cc_timers(id);
 }
 
 void RdmaNic::on_timer(std::uint64_t payload) {
@@ -372,22 +452,7 @@ void RdmaNic::on_timer(std::uint64_t payload) {
       return;
     case kIncrease: {
       if (generation != (qp.increase_generation & kGenerationMask)) return;
-      if (qp.stage == d.rpg_threshold) {
-        qp.target_bps =
-            std::min(line_bps_, qp.target_bps + static_cast<double>(d.rpg_ai_rate.bps()));
-      } else if (qp.stage > d.rpg_threshold) {
-        qp.target_bps =
-            std::min(line_bps_, qp.target_bps + static_cast<double>(d.rpg_hai_rate.bps()));
-      }
-      set_rate(qp, std::min(line_bps_, (qp.target_bps + qp.rate_bps) / 2));
-      ++qp.stage;
-      if (qp.rate_bps >= line_bps_ * (1 - 1e-9)) {
-        // Back at line rate: congestion control goes idle until the next CNP.
-        set_rate(qp, line_bps_);
-        qp.cc_active = false;
-        ++qp.cc_generation;
-        return;
-      }
+      if (!increase_step(qp)) return;
       schedule_timer(id, kIncrease, generation, now + d.rpg_time_reset);
       port_.kick();
       return;
@@ -397,20 +462,14 @@ void RdmaNic::on_timer(std::uint64_t payload) {
 
 void RdmaNic::tcp_on_data(Packet* p) {
   QueuePair& qp = qps_[p->message];
-  Message& m = log_[p->message];
   if (p->psn >= qp.expected && qp.out_of_order.size() < qp.packets)
     qp.out_of_order.resize(qp.packets);
   if (p->psn == qp.expected) {
     // Deliver this segment and every held one that now follows in order.
     do {
-      m.received += Bytes(payload_of(p->message, qp.expected));
-      rx_bytes_.add(payload_of(p->message, qp.expected));
+      deliver_in_order(qp, qp.expected, sim_.now() + cfg_.tcp.host_latency);
       ++qp.expected;
     } while (qp.expected < qp.packets && qp.out_of_order[qp.expected]);
-    if (qp.expected == qp.packets) {
-      m.finish = sim_.now() + cfg_.tcp.host_latency;
-      rx_messages_.add();
-    }
   } else if (p->psn > qp.expected) {
     qp.out_of_order[p->psn] = true;
   }

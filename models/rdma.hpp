@@ -25,6 +25,7 @@
 // model; its unit is not documented.
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -87,8 +88,20 @@ struct RdmaConfig {
   DcqcnConfig dcqcn{};
 };
 
-// Per-message transport state, shared by the NICs of a network (indexed by message id).
+// Per-connection transport state, shared by the NICs of a network (indexed by connection id).
+// The messages posted on a QP form one packet sequence: message k occupies PSNs
+// [segments[k].first_psn, segments[k+1].first_psn); a message's last packet may be short.
 struct QueuePair {
+  struct Segment {
+    std::uint32_t first_psn = 0;
+    std::uint64_t message = 0;
+  };
+  std::vector<Segment> segments;
+  std::uint32_t dst = 0;     // destination endpoint
+  bool initialised = false;  // rate and window set up (on its first message)
+  bool failed = false;       // retries exhausted: the QP is in the error state
+  std::size_t fetched = 0;   // segments handed to the host side (in order)
+  Time idle_since{};         // when it last ran out of data (congestion state kept)
   // sender
   std::uint32_t packets = 0;
   std::uint32_t next_psn = 0;
@@ -147,18 +160,19 @@ struct TransportError {
 
 class RdmaNic final : public PacketSink, public PortOwner {
  public:
-  RdmaNic(Simulation& sim, Pool<Packet>& pool, std::vector<Message>& log,
-          std::vector<QueuePair>& qps, std::vector<TransportError>& errors, std::uint32_t index,
-          const std::string& name, const RdmaConfig& cfg, const PortConfig& port);
+  RdmaNic(Simulation& sim, Pool<Packet>& pool, MessageLog& log, std::deque<QueuePair>& qps,
+          std::vector<TransportError>& errors, std::uint32_t index, const std::string& name,
+          const RdmaConfig& cfg, const PortConfig& port);
   EgressPort& port() { return port_; }
   const std::string& name() const { return name_; }
-  // Schedules message `id` (this NIC is its source) to start at its start time.
+  // Schedules message `id` (this NIC is its source) to start at its start time, on its
+  // connection (a QP of this NIC).
   void schedule_message(std::uint64_t id);
 
   void receive(Packet* p, std::uint16_t ingress) override;
   Packet* pull(EgressPort& port) override;
   void set_host_side(HostSide* host) { host_ = host; }
-  // One more packet of message `id` has been copied into the NIC's reach.
+  // One more packet's worth of message `id` has been copied into the NIC's reach.
   void on_dma_ready(std::uint64_t id);
 
  private:
@@ -176,19 +190,32 @@ class RdmaNic final : public PacketSink, public PortOwner {
   void on_cnp(std::uint64_t id);
   void retry(std::uint64_t id, const char* why);
   void finish_sender(std::uint64_t id);
+  // One DCQCN rate-increase step; false once back at line rate (congestion control idle).
+  bool increase_step(QueuePair& qp);
+  // Applies what DCQCN's timers would have done while the QP had nothing to send.
+  void catch_up_idle(std::uint64_t id);
+  void start_cc_timers(std::uint64_t id);
+  // The message of a QP that PSN `psn` belongs to, with its PSN range.
+  struct SegmentRef {
+    std::uint64_t message;
+    std::uint32_t first, end;
+  };
+  SegmentRef segment_at(const QueuePair& qp, std::uint32_t psn) const;
+  void deliver_in_order(QueuePair& qp, std::uint32_t psn, Time finish);
   void on_data(Packet* p);
   void tcp_on_data(Packet* p);
   void tcp_on_ack(std::uint64_t id, std::uint32_t cumulative, bool ece);
   void tcp_timeout(std::uint64_t id);
-  std::uint32_t payload_of(std::uint64_t id, std::uint32_t psn) const;
+  std::uint32_t packets_of(Bytes size) const;
+  std::uint32_t payload_of(const QueuePair& qp, std::uint32_t psn) const;
   bool tcp() const { return cfg_.transport == Transport::kTcp; }
   Time rto() const;
   void set_rate(QueuePair& qp, double bps);
 
   Simulation& sim_;
   Pool<Packet>& pool_;
-  std::vector<Message>& log_;
-  std::vector<QueuePair>& qps_;
+  MessageLog& log_;
+  std::deque<QueuePair>& qps_;
   std::vector<TransportError>& errors_;
   std::uint32_t index_;
   std::string name_;

@@ -29,8 +29,8 @@ struct FabricRun {
         cluster(scenario),
         sim(scenario.seed),
         net(sim, cluster.topology, cluster.routing, scenario.network) {
-    net.messages() =
-        generate_messages(scenario.traffic, static_cast<std::uint32_t>(net.nic_count()), sim.rng());
+    net.messages().assign(generate_messages(
+        scenario.traffic, static_cast<std::uint32_t>(net.nic_count()), sim.rng()));
     net.start_messages();
     sampler = std::make_unique<GaugeSampler>(sim, scenario.simulation.timeseries,
                                              scenario.simulation.sample_interval);

@@ -65,8 +65,8 @@ TEST(StarModel, IncastWithLargeBuffersSharesTheBottleneckAtLineRate) {
   Star star(5, 64_MiB);
   auto& sim = star.sim;
   auto& fabric = star.net;
-  fabric.messages() = generate_messages(
-      TrafficSpec{.pattern = TrafficPattern::kIncast, .message_size = 1_MiB}, 5, sim.rng());
+  fabric.messages().assign(generate_messages(
+      TrafficSpec{.pattern = TrafficPattern::kIncast, .message_size = 1_MiB}, 5, sim.rng()));
   fabric.start_messages();
   sim.run();
   Time last = Time::zero();
@@ -82,8 +82,8 @@ TEST(StarModel, SmallBuffersDropAndGoBackNDeliversEverything) {
   Star star(9, 256_KiB);
   auto& sim = star.sim;
   auto& fabric = star.net;
-  fabric.messages() = generate_messages(
-      TrafficSpec{.pattern = TrafficPattern::kIncast, .message_size = 1_MiB}, 9, sim.rng());
+  fabric.messages().assign(generate_messages(
+      TrafficSpec{.pattern = TrafficPattern::kIncast, .message_size = 1_MiB}, 9, sim.rng()));
   fabric.start_messages();
   sim.run();
   std::uint64_t drops = 0, delivered = 0, resent = 0;
@@ -104,8 +104,8 @@ TEST(LeafSpineModel, PermutationAcrossLeavesCrossesTheSpinesAndDelivers) {
   // 4 leaves x 4 hosts, 4 spines; host i sends to host i+1: 4 of the 16 flows cross a leaf
   // boundary and must use spine links; everything arrives (buffers are large).
   Star net(16, 16_MiB, FabricKind::kLeafSpine, 4);
-  net.net.messages() = generate_messages(
-      {.pattern = TrafficPattern::kPermutation, .message_size = 256_KiB}, 16, net.sim.rng());
+  net.net.messages().assign(generate_messages(
+      {.pattern = TrafficPattern::kPermutation, .message_size = 256_KiB}, 16, net.sim.rng()));
   net.net.start_messages();
   net.sim.run();
   for (const Message& m : net.net.messages()) EXPECT_TRUE(m.complete());

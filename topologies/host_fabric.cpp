@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <deque>
+#include <limits>
 
 namespace fabricsim {
 
-HostFabric::HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo,
-                       std::vector<Message>& log, std::vector<RdmaNic*> nics,
-                       const PacketFormat& format, const HostFabricParams& params)
+HostFabric::HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo, MessageLog& log,
+                       std::vector<RdmaNic*> nics, const PacketFormat& format,
+                       const HostFabricParams& params)
     : sim_(sim),
       pool_(pool),
       topo_(topo),
@@ -18,47 +19,67 @@ HostFabric::HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo
       params_(params) {
   const auto& g = topo.graph();
   // GPUs, NICs and CPUs of every server, by index.
-  std::map<int, std::map<int, Vertex>> gpus, cpus;
+  std::map<int, std::map<int, Vertex>> gpus;
   std::map<int, int> nic_count;
   for (auto [it, end] = boost::vertices(g); it != end; ++it) {
     const NodeInfo& n = g[*it];
     if (n.kind == NodeKind::kGpu) gpus[n.server][n.index] = *it;
-    if (n.kind == NodeKind::kCpu) cpus[n.server][n.index] = *it;
     if (n.kind == NodeKind::kNic) ++nic_count[n.server];
   }
+  for (const auto& [server, by_index] : gpus)
+    for (const auto& [index, v] : by_index) gpu_vertex_.push_back(v);
   for (std::size_t e = 0; e < topo.endpoints().size(); ++e) {
-    const Vertex nic = topo.endpoints()[e];
-    const NodeInfo& info = g[nic];
+    const NodeInfo& info = g[topo.endpoints()[e]];
     const auto& server_gpus = gpus[info.server];
     const int gpu_index =
         info.index * static_cast<int>(server_gpus.size()) / nic_count[info.server];
-    const Vertex gpu = server_gpus.at(gpu_index);
-    gpu_of_.push_back(gpu);
-    Route src{{}, e, true}, dst{{}, e, false};
-    // The pair's PCIe distance decides GPUDirect for every transfer through this NIC.
-    int cpus_crossed = 0;
-    for (const Vertex v : vertex_path(gpu, nic)) cpus_crossed += g[v].kind == NodeKind::kCpu;
-    const PcieDistance distance = cpus_crossed == 0   ? PcieDistance::kPxb
-                                  : cpus_crossed == 1 ? PcieDistance::kPhb
-                                                      : PcieDistance::kSys;
-    gdr_.push_back(params.gpudirect && distance <= params.gdr_level);
-    if (gdr_.back()) {
-      src.hops = path(gpu, nic);
-      dst.hops = path(nic, gpu);
-    } else {
-      // Bounce buffer in host memory on the NIC's socket.
-      const Vertex cpu = cpus[info.server].at(info.socket);
-      src.hops = path(gpu, cpu);
-      src.hops.push_back(memory_port(cpu));
-      for (EgressPort* p : path(cpu, nic)) src.hops.push_back(p);
-      dst.hops = path(nic, cpu);
-      dst.hops.push_back(memory_port(cpu));
-      for (EgressPort* p : path(cpu, gpu)) dst.hops.push_back(p);
-    }
-    routes_.push_back(std::move(src));
-    routes_.push_back(std::move(dst));
+    gpu_of_.push_back(server_gpus.at(gpu_index));
+    nic_route(gpu_of_.back(), e, true);
+    nic_route(gpu_of_.back(), e, false);
+    gdr_.push_back(routes_[nic_routes_.at({gpu_of_.back(), e, true})].gpudirect);
     nics_[e]->set_host_side(this);
   }
+}
+
+std::size_t HostFabric::nic_route(Vertex gpu, std::size_t e, bool to_nic) {
+  auto [it, inserted] = nic_routes_.try_emplace({gpu, e, to_nic}, routes_.size());
+  if (!inserted) return it->second;
+  const auto& g = topo_.graph();
+  const Vertex nic = topo_.endpoints()[e];
+  Route r{{}, e, to_nic};
+  // The pair's PCIe distance decides GPUDirect for transfers between them (NCCL's rule).
+  int cpus_crossed = 0;
+  for (const Vertex v : vertex_path(gpu, nic)) cpus_crossed += g[v].kind == NodeKind::kCpu;
+  const PcieDistance distance = cpus_crossed == 0   ? PcieDistance::kPxb
+                                : cpus_crossed == 1 ? PcieDistance::kPhb
+                                                    : PcieDistance::kSys;
+  r.gpudirect = params_.gpudirect && distance <= params_.gdr_level;
+  if (r.gpudirect) {
+    r.hops = to_nic ? path(gpu, nic) : path(nic, gpu);
+  } else {
+    // Bounce buffer in host memory on the NIC's socket.
+    Vertex cpu = nic;
+    for (auto [v, end] = boost::vertices(g); v != end; ++v)
+      if (g[*v].kind == NodeKind::kCpu && g[*v].server == g[nic].server &&
+          g[*v].index == g[nic].socket)
+        cpu = *v;
+    const Vertex from = to_nic ? gpu : nic, to = to_nic ? nic : gpu;
+    r.hops = path(from, cpu);
+    r.hops.push_back(memory_port(cpu));
+    for (EgressPort* p : path(cpu, to)) r.hops.push_back(p);
+  }
+  if (routes_.size() > std::numeric_limits<std::uint16_t>::max())
+    throw std::length_error("in-server routes exceed the packet's 16-bit route field");
+  routes_.push_back(std::move(r));
+  return it->second;
+}
+
+Vertex HostFabric::source_gpu(const Message& m) const {
+  return m.src_gpu == Message::kPairedGpu ? gpu_of_[m.src] : gpu_vertex_.at(m.src_gpu);
+}
+
+Vertex HostFabric::destination_gpu(const Message& m) const {
+  return m.dst_gpu == Message::kPairedGpu ? gpu_of_[m.dst] : gpu_vertex_.at(m.dst_gpu);
 }
 
 EgressPort* HostFabric::link_port(Vertex from, Vertex to, const LinkInfo& link) {
@@ -135,7 +156,9 @@ void HostFabric::start_source(EgressPort* first, std::uint64_t id, std::size_t r
 }
 
 void HostFabric::fetch(std::uint64_t id) {
-  start_source(routes_[2 * log_[id].src].hops.front(), id, 2 * log_[id].src);
+  const Message& m = log_[id];
+  const std::size_t route = nic_route(source_gpu(m), m.src, true);
+  start_source(routes_[route].hops.front(), id, route);
 }
 
 std::size_t HostFabric::route_between(Vertex from_gpu, Vertex to_gpu, EgressPort* first,
@@ -163,9 +186,8 @@ std::size_t HostFabric::route_between(Vertex from_gpu, Vertex to_gpu, EgressPort
 bool HostFabric::transfer_local(std::uint64_t id) {
   const Message& m = log_[id];
   const auto& g = topo_.graph();
-  if (m.src == m.dst || g[topo_.endpoints()[m.src]].server != g[topo_.endpoints()[m.dst]].server)
-    return false;
-  const Vertex from = gpu_of_[m.src], to = gpu_of_[m.dst];
+  const Vertex from = source_gpu(m), to = destination_gpu(m);
+  if (from == to || g[from].server != g[to].server) return false;
   // NVLink: every link bundle out of the source GPU that reaches the destination (directly or
   // through an NVSwitch) is a source port; each pulls the next chunk when free, so the message
   // is striped over the bundles in proportion to their rates. Without NVLink: PCIe peer to peer.
@@ -226,7 +248,7 @@ void HostFabric::deliver(std::uint64_t id, std::uint32_t psn, std::uint32_t payl
   p->payload = payload;
   p->wire_bytes = chunk_wire_bytes(payload, false);
   p->last = last;
-  p->route = static_cast<std::uint16_t>(2 * log_[id].dst + 1);
+  p->route = static_cast<std::uint16_t>(nic_route(destination_gpu(log_[id]), log_[id].dst, false));
   p->hop = 0;
   routes_[p->route].hops.front()->enqueue(p);
 }
@@ -240,16 +262,16 @@ void HostFabric::receive(Packet* p, std::uint16_t) {
   if (r.to_nic) {
     nics_[r.nic]->on_dma_ready(p->message);
   } else {
-    Message& m = log_[p->message];
-    m.received += Bytes(p->payload);
-    if (m.received == m.size) m.finish = sim_.now();
+    log_.add_received(p->message, Bytes(p->payload));
+    if (log_[p->message].received == log_[p->message].size) log_.complete(p->message, sim_.now());
   }
   pool_.release(p);
 }
 
 std::vector<std::string> HostFabric::route_names(std::size_t nic, bool source) const {
   std::vector<std::string> names;
-  for (const EgressPort* p : routes_[2 * nic + (source ? 0 : 1)].hops) names.push_back(p->name());
+  const auto route = nic_routes_.at({gpu_of_[nic], nic, source});
+  for (const EgressPort* p : routes_[route].hops) names.push_back(p->name());
   return names;
 }
 

@@ -24,6 +24,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "models/rdma.hpp"
@@ -50,7 +51,7 @@ struct HostFabricParams {
 
 class HostFabric final : public HostSide, public PacketSink, public PortOwner {
  public:
-  HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo, std::vector<Message>& log,
+  HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo, MessageLog& log,
              std::vector<RdmaNic*> nics, const PacketFormat& format,
              const HostFabricParams& params);
   HostFabric(const HostFabric&) = delete;
@@ -64,6 +65,8 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
   // The in-server route names of endpoint `nic` (source side, destination side), for tests.
   std::vector<std::string> route_names(std::size_t nic, bool source) const;
   bool uses_gpudirect(std::size_t nic) const { return gdr_[nic]; }
+  // Cluster-wide GPU ordinals (server-major, then GPU index), as Message::src_gpu names them.
+  std::size_t gpu_count() const { return gpu_vertex_.size(); }
 
  private:
   struct Route {
@@ -71,6 +74,7 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
     std::size_t nic = 0;
     bool to_nic = true;   // ends at a NIC (else in GPU memory)
     bool nvlink = false;  // NVLink framing instead of PCIe TLPs
+    bool gpudirect = false;
   };
   struct Source {
     std::deque<std::pair<std::uint64_t, std::size_t>> messages;  // (message, route), round robin
@@ -81,22 +85,28 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
   std::vector<Vertex> vertex_path(Vertex from, Vertex to) const;
   std::uint32_t chunk_wire_bytes(std::uint32_t payload, bool nvlink) const;
   std::size_t route_between(Vertex from_gpu, Vertex to_gpu, EgressPort* first, bool nvlink);
+  // The route between a GPU and a NIC of its server (either direction), built on first use.
+  std::size_t nic_route(Vertex gpu, std::size_t nic, bool to_nic);
+  Vertex source_gpu(const Message& m) const;
+  Vertex destination_gpu(const Message& m) const;
   void start_source(EgressPort* first, std::uint64_t id, std::size_t route);
 
   Simulation& sim_;
   Pool<Packet>& pool_;
   const Topology& topo_;
-  std::vector<Message>& log_;
+  MessageLog& log_;
   std::vector<RdmaNic*> nics_;
   PacketFormat format_;
   HostFabricParams params_;
   std::map<std::pair<const LinkInfo*, Vertex>, std::unique_ptr<EgressPort>> link_ports_;
   std::map<Vertex, std::unique_ptr<EgressPort>> memory_ports_;
-  std::vector<Route> routes_;  // [2 n] source side of NIC n, [2 n + 1] destination side
+  std::vector<Route> routes_;
   std::map<EgressPort*, Source> sources_;
   std::vector<std::uint32_t> next_chunk_;  // per message, source side
   std::vector<bool> gdr_;                  // per endpoint: GPUDirect chosen for its GPU-NIC pair
-  std::vector<Vertex> gpu_of_;             // per endpoint
+  std::vector<Vertex> gpu_of_;             // per endpoint: its paired GPU
+  std::vector<Vertex> gpu_vertex_;         // per GPU ordinal
+  std::map<std::tuple<Vertex, std::size_t, bool>, std::size_t> nic_routes_;
   std::map<std::pair<EgressPort*, Vertex>, std::size_t> local_routes_;  // (first port, dst GPU)
 };
 

@@ -99,22 +99,23 @@ std::optional<std::string> FabricMonitor::find_pause_cycle() const {
 void FabricMonitor::tick(std::uint64_t) {
   const Time now = sim_.now();
   if (cfg_.no_progress_timeout > Time::zero()) {
-    Bytes delivered{0};
-    std::size_t incomplete = 0;
-    for (const Message& m : net_.messages()) {
-      delivered += m.received;
-      incomplete += !m.complete() && !m.failed && m.start <= now;
-    }
+    const Bytes delivered = net_.messages().delivered;
+    const auto incomplete = [&] {
+      std::size_t n = 0;
+      for (const Message& m : net_.messages().messages)
+        n += !m.complete() && !m.failed && m.start <= now;
+      return n;
+    };
     if (delivered != last_delivered_) {
       last_delivered_ = delivered;
       last_progress_ = now;
-    } else if (incomplete > 0 && now - last_progress_ >= cfg_.no_progress_timeout) {
+    } else if (now - last_progress_ >= cfg_.no_progress_timeout && incomplete() > 0) {
       verdict_ = "no-progress";
       report_ = fmt::format(
           "no progress: no payload delivered for {} (since {}), {} messages incomplete; "
           "raise simulation.no_progress_timeout if the fabric is waiting for long "
           "ACK timeouts (nic.ib_timeout)",
-          to_string(now - last_progress_), to_string(last_progress_), incomplete);
+          to_string(now - last_progress_), to_string(last_progress_), incomplete());
       sim_.stop();
       return;
     }

@@ -85,9 +85,25 @@ std::uint16_t PacketNetwork::egress(std::uint32_t switch_index, const Packet& p)
 }
 
 void PacketNetwork::start_messages() {
-  qps_.assign(messages_.size(), QueuePair{});
-  for (std::size_t id = 0; id < messages_.size(); ++id)
-    nics_[messages_[id].src]->schedule_message(id);
+  for (std::size_t id = 0; id < messages_.size(); ++id) {
+    Message& m = messages_[id];
+    if (m.connection == Message::kOwnConnection) m.connection = open_connection();
+    nics_[m.src]->schedule_message(id);
+  }
+}
+
+std::uint32_t PacketNetwork::open_connection() {
+  qps_.emplace_back();
+  return static_cast<std::uint32_t>(qps_.size() - 1);
+}
+
+std::uint64_t PacketNetwork::post(const Message& m) {
+  const std::uint64_t id = messages_.size();
+  messages_.messages.push_back(m);
+  Message& added = messages_[id];
+  if (added.connection == Message::kOwnConnection) added.connection = open_connection();
+  nics_[added.src]->schedule_message(id);
+  return id;
 }
 
 }  // namespace fabricsim

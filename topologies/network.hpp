@@ -39,9 +39,16 @@ class PacketNetwork final : public Forwarding {
   Switch& network_switch(std::size_t s) { return *switches_[s]; }
   const Switch& network_switch(std::size_t s) const { return *switches_[s]; }
   std::size_t switch_count() const { return switches_.size(); }
-  // The message log: add messages, then start_messages() schedules every one.
-  std::vector<Message>& messages() { return messages_; }
+  // The message log. Either add messages and call start_messages() once, which schedules every
+  // one, or post() them one at a time, at any point of the run.
+  MessageLog& messages() { return messages_; }
+  const MessageLog& messages() const { return messages_; }
   void start_messages();
+  // A new connection (queue pair) for messages that must go out in order on one QP.
+  std::uint32_t open_connection();
+  // Adds a message (start >= now) and schedules it; returns its id.
+  std::uint64_t post(const Message& m);
+  void set_listener(CompletionListener* listener) { messages_.listener = listener; }
   const std::vector<TransportError>& errors() const { return errors_; }
   const Pool<Packet>& packet_pool() const { return pool_; }
   const Routing& routing() const { return routing_; }
@@ -53,8 +60,8 @@ class PacketNetwork final : public Forwarding {
   const Routing& routing_;
   NetworkParams params_;
   Pool<Packet> pool_;
-  std::vector<Message> messages_;
-  std::vector<QueuePair> qps_;
+  MessageLog messages_;
+  std::deque<QueuePair> qps_;
   std::vector<TransportError> errors_;
   std::vector<std::unique_ptr<Switch>> switches_;
   std::vector<std::unique_ptr<RdmaNic>> nics_;
