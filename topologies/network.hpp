@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/collective.hpp"
 #include "models/rdma.hpp"
 #include "models/switch.hpp"
 #include "topologies/host_fabric.hpp"
@@ -27,7 +28,7 @@ struct NetworkParams {
   HostFabricParams host{};
 };
 
-class PacketNetwork final : public Forwarding {
+class PacketNetwork final : public Forwarding, public TransferPort {
  public:
   PacketNetwork(Simulation& sim, const Topology& topo, const Routing& routing,
                 const NetworkParams& params);
@@ -45,10 +46,11 @@ class PacketNetwork final : public Forwarding {
   const MessageLog& messages() const { return messages_; }
   void start_messages();
   // A new connection (queue pair) for messages that must go out in order on one QP.
-  std::uint32_t open_connection();
+  std::uint32_t open_connection() override;
   // Adds a message (start >= now) and schedules it; returns its id.
-  std::uint64_t post(const Message& m);
-  void set_listener(CompletionListener* listener) { messages_.listener = listener; }
+  std::uint64_t post(const Message& m) override;
+  const Message& message(std::uint64_t id) const override { return messages_[id]; }
+  void set_listener(CompletionListener* listener) override { messages_.listener = listener; }
   const std::vector<TransportError>& errors() const { return errors_; }
   const Pool<Packet>& packet_pool() const { return pool_; }
   const Routing& routing() const { return routing_; }

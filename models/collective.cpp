@@ -1,0 +1,484 @@
+#include "models/collective.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace fabricsim {
+
+namespace {
+constexpr std::uint64_t kP2pChunkNvlink = 512 << 10;  // NCCL P2P chunk sizes (init.cc)
+constexpr std::uint64_t kP2pChunkOther = 128 << 10;
+
+std::uint64_t pack(std::uint32_t hi, std::uint32_t lo) {
+  return (static_cast<std::uint64_t>(hi) << 32) | lo;
+}
+}  // namespace
+
+Time CollectiveResult::finish() const {
+  Time t = start;
+  for (Time f : rank_finish) t = std::max(t, f);
+  return t;
+}
+
+double CollectiveResult::mean_us() const {
+  if (rank_finish.empty()) return 0;
+  double sum = 0;
+  for (Time f : rank_finish) sum += (f - start).us();
+  return sum / static_cast<double>(rank_finish.size());
+}
+
+// Turns one request into streams, primitives and connections (see the header for the rules).
+class CollectiveEngine::Builder {
+ public:
+  Builder(CollectiveEngine& engine, Run& run, const CommLayout& layout, int channels)
+      : e_(engine), run_(run), layout_(layout), channels_(channels) {}
+
+  void build(const CollectiveRequest& req) {
+    const int n = static_cast<int>(layout_.ranks.size());
+    if (n == 1 || req.op == CollOp::kSendRecv || req.op == CollOp::kAllToAll) {
+      point_to_point(req);
+      return;
+    }
+    if (req.op == CollOp::kAllReduce && run_.result.algo == Algo::kTree) {
+      for (int c = 0; c < channels_; ++c) tree(c, share(req.bytes, c));
+      return;
+    }
+    for (int c = 0; c < channels_; ++c) {
+      if (req.op == CollOp::kBroadcast || req.op == CollOp::kReduce)
+        chain(c, share(req.bytes, c), req.op == CollOp::kReduce, req.root);
+      else
+        ring(c, share(req.bytes, c), req.op);
+    }
+  }
+
+ private:
+  // Bytes of channel c: S split evenly, the remainder to the first channels.
+  std::uint64_t share(std::uint64_t bytes, int c) const {
+    const auto nc = static_cast<std::uint64_t>(channels_);
+    return bytes / nc + (static_cast<std::uint64_t>(c) < bytes % nc ? 1 : 0);
+  }
+
+  std::uint32_t stream(std::uint32_t rank) {
+    run_.streams.push_back({.rank = rank});
+    return static_cast<std::uint32_t>(run_.streams.size() - 1);
+  }
+
+  // The connection from rank a to rank b on channel c (kind separates tree up and down).
+  std::uint32_t conn(int c, std::uint32_t a, std::uint32_t b, int kind, std::uint32_t sender,
+                     std::uint32_t receiver) {
+    auto [it, inserted] =
+        run_.conn_index.try_emplace({c, a, b, kind}, static_cast<std::uint32_t>(run_.conns.size()));
+    if (!inserted) return it->second;
+    Conn k;
+    k.sender = sender;
+    k.receiver = receiver;
+    const CommRank& ra = layout_.ranks[a];
+    const CommRank& rb = layout_.ranks[b];
+    k.local = ra.server == rb.server;
+    const bool p2p = c < 0;
+    const CommChannel* ch = p2p ? nullptr : &layout_.channels[static_cast<std::size_t>(c)];
+    k.address.src = k.local || p2p ? ra.nic : ch->nic[a];
+    k.address.dst = k.local || p2p ? rb.nic : ch->nic[b];
+    k.address.src_gpu = ra.gpu;
+    k.address.dst_gpu = rb.gpu;
+    k.link = k.local ? layout_.intra_link : LinkClass::kNet;
+    // One queue pair per (channel, sender, receiver), kept for the communicator's lifetime.
+    auto [q, fresh] = e_.comms_[run_.comm].qps.try_emplace({c, a, b}, 0);
+    if (fresh) q->second = e_.port_.open_connection();
+    k.address.connection = q->second;
+    run_.conns.push_back(std::move(k));
+    return it->second;
+  }
+
+  // Slices of one chunk of `real` bytes.
+  std::vector<std::uint64_t> slices(std::uint64_t real) const {
+    const auto slice = static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run_.sizing.slice.count()));
+    std::vector<std::uint64_t> out;
+    for (std::uint64_t done = 0; done < real; done += slice) out.push_back(std::min(slice, real - done));
+    if (out.empty()) out.push_back(0);
+    return out;
+  }
+
+  void ring(int c, std::uint64_t bytes, CollOp op_kind) {
+    const CommChannel& ch = layout_.channels[static_cast<std::size_t>(c)];
+    const auto n = static_cast<std::uint32_t>(ch.ring.size());
+    std::vector<std::uint32_t> s(n);
+    for (std::uint32_t i = 0; i < n; ++i) s[i] = stream(ch.ring[i]);
+    std::vector<std::uint32_t> out(n);  // connection ring[i] -> ring[i+1]
+    for (std::uint32_t i = 0; i < n; ++i)
+      out[i] = conn(c, ch.ring[i], ch.ring[(i + 1) % n], 0, s[i], s[(i + 1) % n]);
+    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
+    std::uint64_t offset = 0;
+    do {
+      const std::uint64_t real =
+          std::max<std::uint64_t>(1, std::min(chunk, (bytes - offset + n - 1) / n));
+      const auto sl = slices(real);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t in = out[(i + n - 1) % n], to = out[i];
+        // Step 0 sends the rank's own chunk; then steps that receive, combine and forward.
+        for (auto b : sl) op(s[i], {}, {to}, b, false);
+        if (op_kind == CollOp::kAllReduce) {
+          for (std::uint32_t k = 1; k + 1 < n; ++k)
+            for (auto b : sl) op(s[i], {in}, {to}, b, true);  // recvReduceSend
+          for (auto b : sl) op(s[i], {in}, {to}, b, true);    // recvReduceCopySend
+          for (std::uint32_t k = 1; k + 1 < n; ++k)
+            for (auto b : sl) op(s[i], {in}, {to}, b, false);  // recvCopySend
+          for (auto b : sl) op(s[i], {in}, {}, b, false);      // recv
+        } else {
+          const bool reduce = op_kind == CollOp::kReduceScatter;
+          for (std::uint32_t k = 1; k + 1 < n; ++k)
+            for (auto b : sl) op(s[i], {in}, {to}, b, reduce);
+          for (auto b : sl) op(s[i], {in}, {}, b, reduce);
+        }
+      }
+      offset += real * n;
+    } while (offset < bytes);
+    commit();
+  }
+
+  // Broadcast (root first, data flows along the ring) or Reduce (towards the root, last).
+  void chain(int c, std::uint64_t bytes, bool reduce, int root) {
+    const CommChannel& ch = layout_.channels[static_cast<std::size_t>(c)];
+    const auto n = static_cast<std::uint32_t>(ch.ring.size());
+    const auto root_pos = static_cast<std::uint32_t>(
+        std::find(ch.ring.begin(), ch.ring.end(), static_cast<std::uint32_t>(root)) -
+        ch.ring.begin());
+    std::vector<std::uint32_t> order(n), s(n), out(n);
+    for (std::uint32_t i = 0; i < n; ++i)
+      order[i] = ch.ring[(root_pos + (reduce ? i + 1 : i)) % n];
+    for (std::uint32_t i = 0; i < n; ++i) s[i] = stream(order[i]);
+    for (std::uint32_t i = 0; i + 1 < n; ++i) out[i] = conn(c, order[i], order[i + 1], 0, s[i], s[i + 1]);
+    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
+    std::uint64_t offset = 0;
+    do {
+      const std::uint64_t real = std::max<std::uint64_t>(1, std::min(chunk, bytes - offset));
+      for (auto b : slices(real)) {
+        op(s[0], {}, {out[0]}, b, false);
+        for (std::uint32_t i = 1; i + 1 < n; ++i) op(s[i], {out[i - 1]}, {out[i]}, b, reduce);
+        op(s[n - 1], {out[n - 2]}, {}, b, reduce);
+      }
+      offset += real;
+    } while (offset < bytes);
+    commit();
+  }
+
+  void tree(int c, std::uint64_t bytes) {
+    const CommChannel& ch = layout_.channels[static_cast<std::size_t>(c)];
+    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+    std::vector<std::uint32_t> up(n), down(n);
+    for (std::uint32_t r = 0; r < n; ++r) {
+      up[r] = stream(r);
+      down[r] = stream(r);
+      run_.streams[down[r]].partner = -1;
+      run_.streams[up[r]].partner = static_cast<std::int32_t>(down[r]);
+    }
+    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
+    std::uint64_t offset = 0;
+    do {
+      const std::uint64_t b = std::max<std::uint64_t>(1, std::min(chunk, bytes - offset));
+      for (std::uint32_t r = 0; r < n; ++r) {
+        std::vector<std::uint32_t> from_children, to_children;
+        for (std::int32_t child : ch.tree_down[r]) {
+          if (child < 0) continue;
+          const auto k = static_cast<std::uint32_t>(child);
+          from_children.push_back(conn(c, k, r, 1, up[k], up[r]));
+          to_children.push_back(conn(c, r, k, 2, down[r], down[k]));
+        }
+        const std::int32_t parent = ch.tree_up[r];
+        const bool leaf = from_children.empty();
+        // Up: receive every child's partial sum, add ours, pass it on (root: keep it).
+        std::vector<std::uint32_t> sends;
+        if (parent >= 0) sends.push_back(conn(c, r, static_cast<std::uint32_t>(parent), 1, up[r],
+                                              up[static_cast<std::uint32_t>(parent)]));
+        op(up[r], from_children, sends, b, !leaf);
+        const auto up_op = static_cast<std::int32_t>(run_.ops.size() - 1);
+        // Down: receive the result from the parent (root: from its own reduction), forward.
+        std::vector<std::uint32_t> recvs;
+        if (parent >= 0)
+          recvs.push_back(conn(c, static_cast<std::uint32_t>(parent), r, 2,
+                               down[static_cast<std::uint32_t>(parent)], down[r]));
+        op(down[r], recvs, to_children, b, false, parent < 0 ? up_op : -1);
+      }
+      offset += b;
+    } while (offset < bytes);
+    commit();
+  }
+
+  void op(std::uint32_t s, const std::vector<std::uint32_t>& recvs,
+          const std::vector<std::uint32_t>& sends, std::uint64_t bytes, bool reduce,
+               std::int32_t wait_op = -1) {
+    Op o;
+    o.recv_begin = static_cast<std::uint32_t>(run_.op_conns.size());
+    run_.op_conns.insert(run_.op_conns.end(), recvs.begin(), recvs.end());
+    o.recv_end = o.send_begin = static_cast<std::uint32_t>(run_.op_conns.size());
+    run_.op_conns.insert(run_.op_conns.end(), sends.begin(), sends.end());
+    o.send_end = static_cast<std::uint32_t>(run_.op_conns.size());
+    o.bytes = bytes;
+    o.reduce = reduce;
+    o.wait_op = wait_op;
+    run_.ops.push_back(o);
+    ops_[s].push_back(static_cast<std::uint32_t>(run_.ops.size() - 1));
+  }
+
+  // SendRecv: rank r sends S to r+1. AllToAll: S/n from every rank to every other. A single
+  // rank: one local copy.
+  void point_to_point(const CollectiveRequest& req) {
+    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+    if (n == 1) {
+      op(stream(0), {}, {}, req.bytes, false);
+      commit();
+      return;
+    }
+    const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
+    for (std::uint32_t a = 0; a < n; ++a) {
+      for (std::uint32_t d = 1; d < n; ++d) {
+        if (req.op == CollOp::kSendRecv && d > 1) break;
+        const std::uint32_t b = (a + d) % n;
+        const std::uint32_t s = stream(a), r = stream(b);
+        const std::uint32_t k = conn(-1, a, b, 0, s, r);
+        const std::uint64_t chunk =
+            run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther;
+        std::uint64_t offset = 0;
+        do {
+          const std::uint64_t part = std::min(chunk, per_pair - offset);
+          op(s, {}, {k}, part, false);
+          op(r, {k}, {}, part, false);
+          offset += part;
+        } while (offset < per_pair);
+      }
+    }
+    commit();
+  }
+
+  // Lays the collected per-stream op lists out contiguously, in stream order.
+  void commit() {
+    std::vector<Op> ops;
+    std::vector<std::int32_t> moved(run_.ops.size() - first_op_, -1);
+    for (std::uint32_t s = first_stream_; s < run_.streams.size(); ++s) {
+      Stream& st = run_.streams[s];
+      st.begin = st.next = static_cast<std::uint32_t>(first_op_ + ops.size());
+      for (std::uint32_t o : ops_[s]) {
+        moved[o - first_op_] = static_cast<std::int32_t>(first_op_ + ops.size());
+        ops.push_back(run_.ops[o]);
+      }
+      st.end = static_cast<std::uint32_t>(first_op_ + ops.size());
+    }
+    for (Op& o : ops)
+      if (o.wait_op >= 0) o.wait_op = moved[static_cast<std::size_t>(o.wait_op) - first_op_];
+    std::copy(ops.begin(), ops.end(), run_.ops.begin() + first_op_);
+    first_op_ = run_.ops.size();
+    first_stream_ = static_cast<std::uint32_t>(run_.streams.size());
+    ops_.clear();
+  }
+
+  CollectiveEngine& e_;
+  Run& run_;
+  const CommLayout& layout_;
+  int channels_;
+  std::map<std::uint32_t, std::vector<std::uint32_t>> ops_;  // stream -> its ops, in order
+  std::size_t first_op_ = 0;
+  std::uint32_t first_stream_ = 0;
+};
+
+CollectiveEngine::CollectiveEngine(Simulation& sim, TransferPort& port, const GpuSpec& gpu,
+                                   const NcclConfig& cfg)
+    : sim_(sim),
+      port_(port),
+      gpu_(gpu),
+      cfg_(cfg),
+      start_(sim.bind<&CollectiveEngine::on_start>(*this)),
+      op_done_(sim.bind<&CollectiveEngine::on_op_done>(*this)),
+      arrival_(sim.bind<&CollectiveEngine::on_arrival>(*this)) {
+  port_.set_listener(this);
+}
+
+std::uint32_t CollectiveEngine::add_communicator(CommLayout layout) {
+  comms_.push_back({std::move(layout), {}});
+  return static_cast<std::uint32_t>(comms_.size() - 1);
+}
+
+int CollectiveEngine::channels(std::uint32_t comm) const {
+  int nc = static_cast<int>(comms_[comm].layout.channels.size());
+  if (cfg_.max_channels > 0) nc = std::min(nc, cfg_.max_channels);
+  if (cfg_.min_channels > 0) nc = std::max(nc, cfg_.min_channels);
+  return std::clamp(nc, 1, static_cast<int>(comms_[comm].layout.channels.size()));
+}
+
+TunerChoice CollectiveEngine::choose(std::uint32_t comm, const CollectiveRequest& req) const {
+  const CommLayout& l = comms_[comm].layout;
+  NcclConfig cfg = cfg_;
+  if (req.algo) cfg.algo = req.algo;
+  if (req.proto) cfg.proto = req.proto;
+  const TunerInput in{.op = req.op,
+                      .bytes = req.bytes,
+                      .nranks = static_cast<int>(l.ranks.size()),
+                      .nnodes = l.servers,
+                      .channels = channels(comm),
+                      .sm_version = gpu_.sm_version,
+                      .bw_intra_gbs = l.bw_intra_gbs,
+                      .bw_inter_gbs = l.bw_inter_gbs,
+                      .ll128_enabled = cfg.ll128_enabled};
+  return tune(in, cfg);
+}
+
+std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveRequest& req, Time at,
+                                       CollectiveListener* listener) {
+  const auto id = static_cast<std::uint32_t>(runs_.size());
+  Run& run = runs_.emplace_back();
+  run.comm = comm;
+  run.listener = listener;
+  const TunerChoice choice = choose(comm, req);
+  CollectiveResult& r = run.result;
+  r.op = req.op;
+  r.bytes = req.bytes;
+  r.algo = choice.algo;
+  r.proto = req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv ? Proto::kSimple
+                                                                        : choice.proto;
+  r.tuner_us = choice.predicted_us;
+  r.channels = channels_for_size(channels(comm), r.proto, req.bytes);
+  r.start = at;
+  const auto n = comms_[comm].layout.ranks.size();
+  r.rank_finish.assign(n, at);
+  run.sizing = step_sizing(req.op, r.algo, r.proto, cfg_);
+  Builder(*this, run, comms_[comm].layout, r.channels).build(req);
+  run.op_done.assign(run.ops.size(), false);
+  run.streams_left = static_cast<std::uint32_t>(run.streams.size());
+  const Time launch = Time::from_ps(
+      static_cast<Time::rep>(std::llround(cfg_.launch_latency_us[static_cast<int>(r.proto)] * 1e6)));
+  sim_.schedule_at(at + launch, start_, id);
+  return id;
+}
+
+void CollectiveEngine::on_start(std::uint64_t id) {
+  Run& run = runs_[id];
+  for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
+    if (run.streams[s].begin == run.streams[s].end) {
+      finish_stream(static_cast<std::uint32_t>(id), s);
+      continue;
+    }
+    try_advance(static_cast<std::uint32_t>(id), s);
+  }
+}
+
+void CollectiveEngine::try_advance(std::uint32_t id, std::uint32_t s) {
+  Run& run = runs_[id];
+  Stream& st = run.streams[s];
+  if (st.busy || st.next >= st.end) return;
+  const Op& o = run.ops[st.next];
+  if (o.wait_op >= 0 && !run.op_done[static_cast<std::size_t>(o.wait_op)]) return;
+  for (std::uint32_t i = o.recv_begin; i < o.recv_end; ++i) {
+    const Conn& k = run.conns[run.op_conns[i]];
+    if (k.arrived <= k.consumed) return;
+  }
+  for (std::uint32_t i = o.send_begin; i < o.send_end; ++i) {
+    const Conn& k = run.conns[run.op_conns[i]];
+    if (k.posted - k.consumed >= static_cast<std::uint32_t>(run.sizing.credits)) return;
+  }
+  // Step latency of the link class it sends on (else receives from), plus the copy.
+  const std::uint32_t first = o.send_begin < o.send_end ? run.op_conns[o.send_begin]
+                              : o.recv_begin < o.recv_end ? run.op_conns[o.recv_begin]
+                                                          : UINT32_MAX;
+  double t_us = 0;
+  if (first != UINT32_MAX)
+    t_us = cfg_.step_latency_us[static_cast<int>(run.result.proto)]
+                               [static_cast<int>(run.conns[first].link)];
+  Time t = Time::from_ps(static_cast<Time::rep>(std::llround(t_us * 1e6)));
+  if (gpu_.channel.bps() > 0 && o.bytes > 0) {
+    const double accesses = o.reduce ? 3 : 2;
+    const double hbm_share =
+        static_cast<double>(gpu_.hbm.bps()) / (accesses * std::max(1, run.result.channels));
+    const double rate = std::min(static_cast<double>(gpu_.channel.bps()), hbm_share);
+    t += Time::from_ps(static_cast<Time::rep>(std::ceil(static_cast<double>(o.bytes) * 8e12 / rate)));
+  }
+  st.busy = true;
+  sim_.schedule_in(t, op_done_, pack(id, s));
+}
+
+void CollectiveEngine::on_op_done(std::uint64_t payload) {
+  const auto id = static_cast<std::uint32_t>(payload >> 32);
+  const auto s = static_cast<std::uint32_t>(payload);
+  Run& run = runs_[id];
+  Stream& st = run.streams[s];
+  const std::uint32_t index = st.next;
+  const Op o = run.ops[index];
+  st.busy = false;
+  ++st.next;
+  run.op_done[index] = true;
+  for (std::uint32_t i = o.send_begin; i < o.send_end; ++i) {
+    const std::uint32_t k = run.op_conns[i];
+    ++run.conns[k].posted;
+    const Bytes wire(std::max<Bytes::rep>(
+        1, static_cast<Bytes::rep>(std::ceil(static_cast<double>(o.bytes) * run.sizing.wire_factor))));
+    run.result.wire_bytes += wire;
+    post_transfer(id, k, wire);
+  }
+  for (std::uint32_t i = o.recv_begin; i < o.recv_end; ++i) {
+    Conn& k = run.conns[run.op_conns[i]];
+    ++k.consumed;  // the slot is free again: its sender may be waiting for it
+    try_advance(id, k.sender);
+  }
+  if (st.partner >= 0) try_advance(id, static_cast<std::uint32_t>(st.partner));
+  if (st.next == st.end) {
+    finish_stream(id, s);
+    return;
+  }
+  try_advance(id, s);
+}
+
+void CollectiveEngine::post_transfer(std::uint32_t id, std::uint32_t k, Bytes wire) {
+  Run& run = runs_[id];
+  Conn& c = run.conns[k];
+  if (c.local && c.in_flight) {
+    c.backlog.push_back(wire);
+    return;
+  }
+  c.in_flight = true;
+  Message m = c.address;
+  m.size = wire;
+  m.start = sim_.now();
+  const std::uint64_t mid = port_.post(m);
+  messages_.emplace(mid, std::make_pair(id, k));
+}
+
+void CollectiveEngine::on_message_complete(std::uint64_t mid) {
+  const auto it = messages_.find(mid);
+  if (it == messages_.end()) return;
+  const auto [id, k] = it->second;
+  messages_.erase(it);
+  // Called from inside the fabric: act in an event of our own, at the delivery time.
+  sim_.schedule_at(std::max(sim_.now(), port_.message(mid).finish), arrival_, pack(id, k));
+}
+
+void CollectiveEngine::on_arrival(std::uint64_t payload) {
+  const auto id = static_cast<std::uint32_t>(payload >> 32);
+  const auto k = static_cast<std::uint32_t>(payload);
+  Run& run = runs_[id];
+  Conn& c = run.conns[k];
+  ++c.arrived;
+  c.in_flight = false;
+  if (c.local && !c.backlog.empty()) {
+    const Bytes next = c.backlog.front();
+    c.backlog.pop_front();
+    post_transfer(id, k, next);
+  }
+  try_advance(id, c.receiver);
+}
+
+void CollectiveEngine::finish_stream(std::uint32_t id, std::uint32_t s) {
+  Run& run = runs_[id];
+  const std::uint32_t rank = run.streams[s].rank;
+  run.result.rank_finish[rank] = std::max(run.result.rank_finish[rank], sim_.now());
+  if (--run.streams_left > 0) return;
+  run.result.done = true;
+  // The plan is no longer needed; the result stays.
+  run.conns = {};
+  run.ops = {};
+  run.op_conns = {};
+  run.streams = {};
+  run.op_done = {};
+  run.conn_index = {};
+  if (run.listener != nullptr) run.listener->on_collective_done(id);
+}
+
+}  // namespace fabricsim

@@ -1,0 +1,148 @@
+#pragma once
+// NCCL as the collective model sees it: operations, algorithms, protocols, their buffer and
+// step structure, the environment users set, NCCL's own cost model (its tuner) and the GPU
+// figures the kernels run against. Facts and their sources: ../shared/reference/protocols.md
+// section 4 (NCCL v2.30.7, nccl-tests 2.19).
+//
+// Step structure (enqueue.cc, collectives.h): a connection's receive buffer of
+// buffsize bytes is NCCL_STEPS = 8 steps; stepSize = buffsize / 8. Ring + Simple moves data in
+// chunks of chunkSteps steps (4 for AllReduce/AllGather/ReduceScatter, 1 for Broadcast/Reduce)
+// cut into slices of sliceSteps steps (2, resp. 1): AllReduce moves 512 KiB slices of 2 MiB
+// chunks with the default 4 MiB buffer. Other algorithm/protocol pairs use one-step chunks; an
+// LL step carries half its bytes as data (8-byte lines of 4 B data + 4 B flag), an LL128 step
+// 120 of every 128 bytes. A sender may run ahead of its receiver by at most NCCL_STEPS /
+// sliceSteps slices (the buffer's free slots): the credit window of the connection.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/units.hpp"
+
+namespace fabricsim {
+
+enum class CollOp { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll, kSendRecv };
+enum class Algo { kTree, kRing };     // NCCL's ids 0 and 1; NVLS/CollNet/PAT are not modelled
+enum class Proto { kLL, kLL128, kSimple };  // NCCL's ids 0, 1, 2
+enum class LinkClass { kNvLink, kPcie, kNet };
+
+std::string_view to_string(CollOp op);
+std::string_view to_string(Algo a);
+std::string_view to_string(Proto p);
+std::optional<Algo> parse_algo(std::string_view s);    // "ring", "tree" (any case)
+std::optional<Proto> parse_proto(std::string_view s);  // "LL", "LL128", "Simple" (any case)
+// The nccl-tests binary for an operation ("all_reduce_perf"), and back.
+std::string perf_binary(CollOp op);
+std::optional<CollOp> parse_perf_binary(std::string_view name);
+std::vector<std::string> perf_binaries();
+
+// nccl-tests' data types (-d) and reduction operations (-o), by their printed names.
+struct DataType {
+  std::string_view name;
+  int size;
+};
+std::optional<DataType> parse_datatype(std::string_view s);  // "float", "half", "int8", ...
+bool valid_redop(std::string_view s);                        // "sum", "prod", "min", "max", "avg"
+
+// nccl-tests' bookkeeping for a requested size (setupArgs/getCollByteCount): the element
+// count per rank it passes to NCCL, and what it prints in the size and count columns.
+struct TestCounts {
+  std::uint64_t size_column = 0;   // max(send bytes, receive bytes) of a rank
+  std::uint64_t count_column = 0;  // elements NCCL is called with
+  std::uint64_t bytes = 0;         // the collective's data size S that algbw divides by
+};
+TestCounts test_counts(CollOp op, std::uint64_t requested_bytes, int type_size, int nranks);
+// algbw = S / t (GB/s, 1e9 B), busbw = algbw x factor (nccl-tests' *GetBw).
+double bus_factor(CollOp op, int nranks);
+double algbw_gbps(std::uint64_t bytes, double time_us);
+
+// A GPU's figures for the kernels: HBM bandwidth, SMs, and how fast one NCCL thread block
+// (one channel) copies or reduces. Presets carry their sources.
+struct GpuSpec {
+  std::string name;  // as nccl-tests prints the device ("NVIDIA A100-SXM4-80GB")
+  int sm_version = 80;
+  int sms = 108;
+  Bandwidth hbm{};      // memory bandwidth (read + write together)
+  Bandwidth channel{};  // one thread block's copy rate; 0: unlimited
+};
+// "a100", "h100", "h200"; throws std::invalid_argument listing them for any other name.
+GpuSpec gpu_preset(std::string_view name);
+std::vector<std::string> gpu_preset_names();
+// The GPU a server model's `gpu_name` / NCCL sm corresponds to (A100 for sm 80, ...).
+GpuSpec gpu_for_sm(int sm_version);
+
+// What overlapping a collective costs the compute running beside it: NCCL takes one SM per
+// channel and the HBM traffic of its copies; compute keeps the remaining SMs and bandwidth.
+//   compute slowdown = max(sms / (sms - channels), hbm / (hbm - collective HBM traffic))
+// (whichever of compute and memory bounds the kernel; a compute-bound kernel loses SMs, a
+// memory-bound one bandwidth), reported as a factor >= 1.
+double compute_slowdown(const GpuSpec& gpu, int channels, Bandwidth collective_hbm_traffic,
+                        bool memory_bound);
+
+// The NCCL environment as users set it, plus the model's protocol timings.
+struct NcclConfig {
+  std::optional<Algo> algo;    // NCCL_ALGO; unset: the tuner chooses
+  std::optional<Proto> proto;  // NCCL_PROTO; unset: the tuner chooses
+  Bytes buffsize{4 << 20};     // NCCL_BUFFSIZE (Simple)
+  Bytes ll_buffsize{512 << 10};   // NCCL_LL_BUFFSIZE default: 8 lines x 512 thr x 8 steps x 16 B
+  Bytes ll128_buffsize{4915200};  // NCCL_LL128_BUFFSIZE default: 120 x 640 x 8 x 8 B
+  int min_channels = 0;           // NCCL_MIN_NCHANNELS (0: NCCL's choice)
+  int max_channels = 0;           // NCCL_MAX_NCHANNELS (0: NCCL's choice)
+  std::string topo_file;          // NCCL_TOPO_FILE ("" when unset)
+  // Inter-server order of the ranks: "hostfile" (server index order, as the launcher places
+  // ranks), "leaf" (servers under one leaf adjacent), or an explicit server list.
+  std::string server_order = "hostfile";
+  std::vector<int> server_list;
+  // Software time per pipeline step (a primitive's flag wait, fence and proxy hand-off), by
+  // protocol and link class, and the fixed time of a collective launch. Defaults: NCCL's own
+  // tuner tables (tuning.cc hwLat ring column and baseLat), in microseconds, used as
+  // calibration data; the fabric adds wire latency on top.
+  std::array<std::array<double, 3>, 3> step_latency_us{{{0.6, 1.0, 2.7},     // LL
+                                                        {1.9, 2.5, 4.0},     // LL128
+                                                        {3.4, 5.7, 14.0}}};  // Simple
+  std::array<double, 3> launch_latency_us{6.6, 14.0, 8.4};
+  // LL128 is enabled by default only on NVLink / PXB paths (NCCL's rule, 518-536); false
+  // disables it in the tuner.
+  bool ll128_enabled = true;
+};
+
+// Bytes per step, chunk and slice for one operation (the sizing rules above).
+struct StepSizing {
+  Bytes step{};
+  Bytes chunk{};  // data bytes per chunk
+  Bytes slice{};  // data bytes per slice
+  int credits = 0;       // slices a sender may have outstanding on a connection
+  double wire_factor = 1;  // bytes on the wire per data byte (LL 2, LL128 128/120)
+};
+StepSizing step_sizing(CollOp op, Algo algo, Proto proto, const NcclConfig& cfg);
+
+// NCCL's per-thread thresholds shrink the channel count for small operations (enqueue.cc:
+// while nBytes < nc x nthreads x threshold and nc > 1: nc--): Simple 64 B/thread x 512
+// threads, LL 8 x 512, LL128 8 x 640.
+int channels_for_size(int channels, Proto proto, std::uint64_t bytes);
+
+// NCCL's cost model (tuning.cc), to choose algorithm and protocol as NCCL does.
+struct TunerInput {
+  CollOp op = CollOp::kAllReduce;
+  std::uint64_t bytes = 0;
+  int nranks = 1;
+  int nnodes = 1;
+  int channels = 1;
+  int sm_version = 80;
+  double bw_intra_gbs = 20;  // per channel, GB/s (NCCL graph bwIntra)
+  double bw_inter_gbs = 12;  // per channel, GB/s (NCCL graph bwInter)
+  bool ll128_enabled = true;
+};
+struct TunerChoice {
+  Algo algo = Algo::kRing;
+  Proto proto = Proto::kSimple;
+  double predicted_us = 0;  // NCCL's own estimate, for the report
+};
+double tuner_time_us(const TunerInput& in, Algo algo, Proto proto, const NcclConfig& cfg);
+// Minimum over the allowed pairs (NCCL_ALGO / NCCL_PROTO restrict them).
+TunerChoice tune(const TunerInput& in, const NcclConfig& cfg);
+
+}  // namespace fabricsim

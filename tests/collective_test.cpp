@@ -1,0 +1,147 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "models/collective.hpp"
+#include "topologies/communicator.hpp"
+#include "topologies/network.hpp"
+
+using namespace fabricsim;
+using namespace fabricsim::literals;
+
+namespace {
+
+// The idealised fabric of the closed forms: n hosts on one switch, B = 100 Gb/s per link,
+// cables of 1 us (200 m), 300 ns switch latency, a buffer too large to ever fill (no
+// congestion loss or pause), and the GPU side free (no step latency, no launch latency,
+// unlimited copy rate): only the wire is left. Packets may be as large as a slice (MTU
+// `mtu`), so an 8 GB collective is a few thousand packets per rank.
+struct Ideal {
+  Topology topo;
+  Routing routing;
+  Simulation sim;
+  PacketNetwork net;
+  CollectiveEngine engine;
+  std::uint32_t comm;
+  Ideal(int hosts, Bytes mtu, int channels, NcclConfig cfg = free_nccl())
+      : topo(build_cluster({.servers = 0,
+                            .hosts = hosts,
+                            .server = {},
+                            .fabric = {.kind = FabricKind::kStar,
+                                       .link_rate = 100_Gbps,
+                                       .switch_latency = 300_ns,
+                                       .host_cable_m = 200}})),
+        routing(Routing::compute(topo, 1)),
+        net(sim, topo, routing, params(mtu)),
+        engine(sim, net, GpuSpec{.name = "ideal", .sm_version = 80, .sms = 108, .hbm = {}, .channel = {}},
+               with_channels(cfg, channels)),
+        comm(engine.add_communicator(build_communicator(topo, routing, {}))) {}
+  static NcclConfig free_nccl() {
+    NcclConfig c;
+    for (auto& row : c.step_latency_us) row = {0, 0, 0};
+    c.launch_latency_us = {0, 0, 0};
+    return c;
+  }
+  static NcclConfig with_channels(NcclConfig c, int channels) {
+    c.min_channels = c.max_channels = channels;
+    return c;
+  }
+  static NetworkParams params(Bytes mtu) {
+    NetworkParams p;
+    p.switch_latency = 300_ns;
+    p.buffer.buffer = Bytes(Bytes::rep{1} << 40);
+    p.nic.format = {.mtu = mtu, .header = 82_B};
+    return p;
+  }
+  // Runs one collective and returns its time in microseconds (mean over ranks).
+  double run(CollOp op, std::uint64_t bytes, Algo algo, Proto proto) {
+    const auto id = engine.launch(comm, {.op = op, .bytes = bytes, .algo = algo, .proto = proto},
+                                  sim.now());
+    sim.run();
+    EXPECT_TRUE(engine.result(id).done);
+    return engine.result(id).mean_us();
+  }
+};
+
+constexpr double kRate = 100e9 / 8;  // bytes per second
+constexpr double kLambda = 2.3e-6;   // two cables and the switch
+
+// Wire time of a message of m payload bytes in MTU packets of 82 B overhead, and the time from
+// the sender's last bit to the receiver's: the last packet is serialized again at the switch.
+struct SliceTimes {
+  double tau, delta;
+};
+SliceTimes slice_times(double m, double mtu) {
+  const double k = std::max(1.0, std::ceil(m / mtu));
+  const double last = m - (k - 1) * mtu;
+  return {(m + k * 82) / kRate, (last + 82) / kRate + kLambda};
+}
+
+// Closed form of the pipelined ring (see docs/collectives.md): per loop, N send steps of s
+// slices of tau; a step's first slice waits for the previous step's first slice (tau + delta
+// after it started), so steps start every D = max(s tau, tau + delta); the loop ends when the
+// last slice of the last send step arrives; loops run back to back.
+double ring_closed_form_us(CollOp op, double bytes, int n, double mtu) {
+  const double chunk = 2 << 20, slice = 1 << 20;  // Simple, 4 MiB buffer: 2 MiB chunks, 1 MiB slices
+  const int steps = op == CollOp::kAllReduce ? 2 * (n - 1) : n - 1;
+  double total = 0;
+  for (double offset = 0; offset < bytes;) {
+    const double real = std::max(1.0, std::min(chunk, std::ceil((bytes - offset) / n)));
+    const int s = static_cast<int>(std::max(1.0, std::ceil(real / slice)));
+    const double m = real / s;  // the sizes used here divide evenly
+    const auto [tau, delta] = slice_times(m, mtu);
+    const double d = std::max(s * tau, tau + delta);
+    total += (steps - 1) * d + (s - 1) * tau + tau + delta;
+    offset += real * n;
+  }
+  return total * 1e6;
+}
+
+}  // namespace
+
+TEST(Collectives, RingMatchesItsClosedFormFrom8BytesTo8Gigabytes) {
+  for (CollOp op : {CollOp::kAllReduce, CollOp::kAllGather, CollOp::kReduceScatter}) {
+    for (std::uint64_t bytes = 8; bytes <= (std::uint64_t{8} << 30); bytes *= 8) {
+      Ideal f(4, 1_MiB + 82_B, 1);
+      const double sim = f.run(op, bytes, Algo::kRing, Proto::kSimple);
+      const double closed = ring_closed_form_us(op, static_cast<double>(bytes), 4, (1 << 20) + 82);
+      EXPECT_NEAR(sim / closed, 1.0, 0.01) << to_string(op) << " " << bytes << " B: " << sim
+                                           << " us simulated, " << closed << " us closed form";
+    }
+  }
+}
+
+TEST(Collectives, TreeMatchesItsClosedFormsInTheLatencyAndBandwidthRegimes) {
+  // Four hosts: tree 0 is 0 <- 2 <- {1, 3}, tree 1 its mirror 3 <- 1 <- {2, 0}.
+  // One 8-byte chunk on tree 0 alone: the leaves' slices reach 2 one after the other
+  // (A = tau + delta, then tau later), 2's sum reaches the root at 2A + tau, the root's result
+  // reaches 2 at 3A + tau, and 2 forwards it to its two children over its one link: the last
+  // arrives at 4A + 2 tau.
+  {
+    Ideal f(4, 1_MiB + 82_B, 1);
+    const auto id = f.engine.launch(
+        f.comm, {.op = CollOp::kAllReduce, .bytes = 8, .algo = Algo::kTree, .proto = Proto::kSimple},
+        Time::zero());
+    f.sim.run();
+    const auto [tau, delta] = slice_times(8, (1 << 20) + 82);
+    const double a = tau + delta;
+    // Within 1 %: the receivers' ACKs (86 B) share the links with the data.
+    EXPECT_NEAR(f.engine.result(id).finish().us() / ((4 * a + 2 * tau) * 1e6), 1.0, 0.01);
+  }
+  // Large S on both trees (two channels, S/2 each): every host is inner node of one tree and
+  // leaf of the other; an inner node with two children receives 2 partial sums and 1 result
+  // per chunk of its tree, a leaf 1 result of the other: 4 chunks of S/2 / chunk each, so the
+  // busiest links carry 2 S: T = 2 S (1 + 82 / chunk) / B, plus a pipeline fill of a few
+  // chunks (below 0.1 % from 1 GB on). One tree alone: 3 S / B.
+  for (std::uint64_t bytes : {std::uint64_t{1} << 30, std::uint64_t{8} << 30}) {
+    const double per_byte = (1 + 82.0 / (512 << 10)) / kRate * 1e6;
+    Ideal two(4, 1_MiB + 82_B, 2);
+    EXPECT_NEAR(two.run(CollOp::kAllReduce, bytes, Algo::kTree, Proto::kSimple) /
+                    (2 * static_cast<double>(bytes) * per_byte),
+                1.0, 0.01);
+    Ideal one(4, 1_MiB + 82_B, 1);
+    EXPECT_NEAR(one.run(CollOp::kAllReduce, bytes, Algo::kTree, Proto::kSimple) /
+                    (3 * static_cast<double>(bytes) * per_byte),
+                1.0, 0.01);
+  }
+}

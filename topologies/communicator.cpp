@@ -1,0 +1,227 @@
+#include "topologies/communicator.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <stdexcept>
+
+namespace fabricsim {
+
+TreeLinks nccl_btree(int n, int rank) {
+  TreeLinks t;
+  int bit = 1;
+  for (; bit < n; bit <<= 1)
+    if (bit & rank) break;
+  if (rank == 0) {
+    t.down1 = n > 1 ? bit >> 1 : -1;  // the root's one child: the largest power of 2 < n
+    return t;
+  }
+  int up = (rank ^ bit) | (bit << 1);
+  if (up >= n) up = rank ^ bit;
+  t.up = up;
+  int lowbit = bit >> 1;
+  t.down0 = lowbit == 0 ? -1 : rank - lowbit;
+  int down1 = lowbit == 0 ? -1 : rank + lowbit;
+  while (down1 >= n) {
+    lowbit >>= 1;
+    down1 = lowbit == 0 ? -1 : rank + lowbit;
+  }
+  t.down1 = down1;
+  return t;
+}
+
+TreeLinks nccl_dtree(int n, int rank) {
+  // Even n: the mirror image (rank -> n-1-rank); odd n: shifted by one.
+  const bool mirror = n % 2 == 0;
+  const auto to = [&](int r) { return mirror ? n - 1 - r : (r - 1 + n) % n; };
+  const auto back = [&](int r) { return r < 0 ? -1 : mirror ? n - 1 - r : (r + 1) % n; };
+  const TreeLinks t = nccl_btree(n, to(rank));
+  return {back(t.up), back(t.down0), back(t.down1)};
+}
+
+namespace {
+
+// PCIe/inter-socket hop counts from `from` to every vertex of its server.
+std::map<Vertex, int> pcie_distances(const TopologyGraph& g, Vertex from) {
+  std::map<Vertex, int> dist{{from, 0}};
+  std::deque<Vertex> queue{from};
+  while (!queue.empty()) {
+    const Vertex u = queue.front();
+    queue.pop_front();
+    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
+      if (g[*e].kind != LinkKind::kPcie && g[*e].kind != LinkKind::kInterSocket) continue;
+      const Vertex v = boost::target(*e, g);
+      if (dist.emplace(v, dist[u] + 1).second) queue.push_back(v);
+    }
+  }
+  return dist;
+}
+
+}  // namespace
+
+CommLayout build_communicator(const Topology& topo, const Routing& routing,
+                              const CommunicatorOptions& opt) {
+  const auto& g = topo.graph();
+  CommLayout layout;
+  // Every GPU, by (server, index); endpoints of each server, by NIC index.
+  std::map<std::pair<int, int>, Vertex> gpus;
+  std::map<int, std::vector<std::uint32_t>> server_nics;
+  for (auto [v, end] = boost::vertices(g); v != end; ++v)
+    if (g[*v].kind == NodeKind::kGpu) gpus[{g[*v].server, g[*v].index}] = *v;
+  for (std::size_t e = 0; e < topo.endpoints().size(); ++e) {
+    const NodeInfo& n = g[topo.endpoints()[e]];
+    server_nics[gpus.empty() ? static_cast<int>(e) : n.server].push_back(static_cast<std::uint32_t>(e));
+  }
+  for (auto& [s, nics] : server_nics)
+    std::sort(nics.begin(), nics.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return g[topo.endpoints()[a]].index < g[topo.endpoints()[b]].index;
+    });
+  const int total = gpus.empty() ? static_cast<int>(topo.endpoints().size())
+                                 : static_cast<int>(gpus.size());
+  const int count = opt.ranks > 0 ? opt.ranks : total - opt.first_rank;
+  if (opt.first_rank < 0 || count < 1 || opt.first_rank + count > total)
+    throw std::invalid_argument(fmt::format(
+        "a communicator of {} ranks from rank {} does not fit the cluster's {} {}", count,
+        opt.first_rank, total, gpus.empty() ? "endpoints" : "GPUs"));
+
+  // Ranks, and per rank its PCIe distance to each NIC of its server.
+  std::vector<Vertex> rank_vertex;
+  std::vector<std::map<std::uint32_t, int>> nic_distance;
+  {
+    int ordinal = 0;
+    for (const auto& [key, v] : gpus) {
+      if (ordinal >= opt.first_rank && ordinal < opt.first_rank + count) {
+        const auto dist = pcie_distances(g, v);
+        std::map<std::uint32_t, int> d;
+        for (std::uint32_t e : server_nics[key.first])
+          d[e] = dist.contains(topo.endpoints()[e]) ? dist.at(topo.endpoints()[e]) : 1 << 20;
+        std::uint32_t nearest = server_nics[key.first].front();
+        for (const auto& [e, hops] : d)
+          if (hops < d[nearest]) nearest = e;
+        layout.ranks.push_back({static_cast<std::uint32_t>(key.first),
+                                static_cast<std::uint32_t>(ordinal), nearest});
+        rank_vertex.push_back(v);
+        nic_distance.push_back(std::move(d));
+      }
+      ++ordinal;
+    }
+    if (gpus.empty())
+      for (int e = opt.first_rank; e < opt.first_rank + count; ++e)
+        layout.ranks.push_back({static_cast<std::uint32_t>(e), Message::kPairedGpu,
+                                static_cast<std::uint32_t>(e)});
+  }
+
+  // Servers in ring order, each with its ranks in GPU index order.
+  std::vector<int> servers;
+  std::map<int, std::vector<std::uint32_t>> ranks_of;
+  for (std::uint32_t r = 0; r < layout.ranks.size(); ++r) {
+    const int s = static_cast<int>(layout.ranks[r].server);
+    if (!ranks_of.contains(s)) servers.push_back(s);
+    ranks_of[s].push_back(r);
+  }
+  if (opt.server_order == "leaf") {
+    std::stable_sort(servers.begin(), servers.end(), [&](int a, int b) {
+      return routing.endpoint_switch(server_nics[a].front()) <
+             routing.endpoint_switch(server_nics[b].front());
+    });
+  } else if (opt.server_order == "list") {
+    std::vector<int> given = opt.server_list, have = servers;
+    std::sort(given.begin(), given.end());
+    std::sort(have.begin(), have.end());
+    if (given != have)
+      throw std::invalid_argument(fmt::format(
+          "nccl.server_order lists servers [{}] but the communicator spans servers [{}]",
+          fmt::join(opt.server_list, ", "), fmt::join(have, ", ")));
+    servers = opt.server_list;
+  } else if (opt.server_order != "hostfile") {
+    throw std::invalid_argument(fmt::format(
+        "server order '{}' is not one of hostfile, leaf, list", opt.server_order));
+  }
+  layout.servers = static_cast<int>(servers.size());
+
+  // Channel count and the tuner's per-channel bandwidths.
+  double nvlink_gbs = 0;
+  if (!rank_vertex.empty())
+    for (auto [e, end] = boost::out_edges(rank_vertex.front(), g); e != end; ++e)
+      if (g[*e].kind == LinkKind::kNvLink) nvlink_gbs += static_cast<double>(g[*e].rate.bps()) / 8e9;
+  layout.intra_link = nvlink_gbs > 0 || gpus.empty() ? LinkClass::kNvLink : LinkClass::kPcie;
+  const int nics = static_cast<int>(server_nics[servers.front()].size());
+  int channels = 2 * nics;
+  if (layout.servers == 1 && nvlink_gbs > 0) {
+    channels = static_cast<int>(std::ceil(nvlink_gbs / opt.channel_gbs));
+    channels += channels % 2;
+  }
+  channels = std::clamp(channels, 1, 64);  // MAXCHANNELS
+  double nic_gbs = 0;
+  for (std::uint32_t e : server_nics[servers.front()])
+    nic_gbs += static_cast<double>(g[routing.endpoint_link(e)].rate.bps()) / 8e9;
+  layout.bw_intra_gbs = nvlink_gbs > 0 ? opt.channel_gbs : 12;
+  layout.bw_inter_gbs = nic_gbs / channels;
+
+  const auto n = layout.ranks.size();
+  for (int c = 0; c < channels; ++c) {
+    CommChannel ch;
+    ch.nic.assign(n, 0);
+    ch.tree_up.assign(n, -1);
+    ch.tree_down.assign(n, {-1, -1, -1});
+    std::vector<std::vector<std::uint32_t>> chains;  // per server position: ring order inside
+    for (const int s : servers) {
+      const auto& members = ranks_of[s];
+      const auto& snics = server_nics[s];
+      const std::uint32_t nic = snics[static_cast<std::size_t>(c) % snics.size()];
+      std::vector<std::uint32_t> order;
+      if (members.size() == 1 || gpus.empty()) {
+        order = members;
+      } else if (layout.servers == 1) {
+        // One server: rotate the ring per channel.
+        for (std::size_t i = 0; i < members.size(); ++i)
+          order.push_back(members[(i + static_cast<std::size_t>(c)) % members.size()]);
+      } else {
+        // Enter at the GPU nearest the channel's NIC, leave from the next nearest.
+        std::vector<std::uint32_t> by_distance = members;
+        std::stable_sort(by_distance.begin(), by_distance.end(),
+                         [&](std::uint32_t a, std::uint32_t b) {
+                           return nic_distance[a].at(nic) < nic_distance[b].at(nic);
+                         });
+        const std::uint32_t entry = by_distance[0], exit = by_distance[1];
+        const auto at = std::find(members.begin(), members.end(), entry) - members.begin();
+        order.push_back(entry);
+        for (std::size_t i = 1; i < members.size(); ++i) {
+          const std::uint32_t r = members[(static_cast<std::size_t>(at) + i) % members.size()];
+          if (r != exit) order.push_back(r);
+        }
+        order.push_back(exit);
+      }
+      for (std::uint32_t r : order) {
+        ch.nic[r] = gpus.empty() ? layout.ranks[r].nic : nic;
+        ch.ring.push_back(r);
+      }
+      chains.push_back(std::move(order));
+    }
+    // Trees over server positions, chains inside.
+    const int ns = layout.servers;
+    for (int p = 0; p < ns; ++p) {
+      const TreeLinks t = c % 2 == 0 ? nccl_btree(ns, p) : nccl_dtree(ns, p);
+      const auto& chain = chains[static_cast<std::size_t>(p)];
+      const std::uint32_t head = chain.front();
+      int slot = 0;
+      if (chain.size() > 1) ch.tree_down[head][slot++] = static_cast<std::int32_t>(chain[1]);
+      for (int child : {t.down0, t.down1})
+        if (child >= 0)
+          ch.tree_down[head][slot++] =
+              static_cast<std::int32_t>(chains[static_cast<std::size_t>(child)].front());
+      ch.tree_up[head] =
+          t.up >= 0 ? static_cast<std::int32_t>(chains[static_cast<std::size_t>(t.up)].front()) : -1;
+      for (std::size_t i = 1; i < chain.size(); ++i) {
+        ch.tree_up[chain[i]] = static_cast<std::int32_t>(chain[i - 1]);
+        if (i + 1 < chain.size()) ch.tree_down[chain[i]][0] = static_cast<std::int32_t>(chain[i + 1]);
+      }
+    }
+    layout.channels.push_back(std::move(ch));
+  }
+  return layout;
+}
+
+}  // namespace fabricsim
