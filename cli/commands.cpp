@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/experiment.hpp"
+#include "cli/nccl_tests.hpp"
 #include "cli/output.hpp"
 #include "fabricsim/version.hpp"
 #include "loader/scenario.hpp"
@@ -105,6 +106,93 @@ int run_topo(const TopoArgs& args, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+struct NcclTestsCli {
+  NcclTestsArgs args;
+  std::string scenario;
+  std::vector<std::string> overrides;
+  std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
+  std::string json, csv;
+};
+
+void add_nccl_tests(CLI::App& app, NcclTestsCli& c) {
+  CLI::App* cmd = app.add_subcommand(
+      "nccl-tests",
+      "Run an nccl-tests binary (all_reduce_perf, ...) on the simulated cluster, printing "
+      "nccl-tests' output");
+  std::vector<std::string> binaries = perf_binaries();
+  cmd->add_option("binary", c.args.binary, "all_reduce_perf, all_gather_perf, ...")
+      ->required()
+      ->check(CLI::IsMember(binaries));
+  cmd->add_option("--scenario", c.scenario, "Scenario file (TOML)")->required();
+  cmd->add_option("--set", c.overrides, "Override a scenario key, e.g. --set nccl.NCCL_PROTO=LL")
+      ->take_last()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("-b,--minbytes", c.min_bytes, "Smallest size (8, 64K, 1M, 8G)");
+  cmd->add_option("-e,--maxbytes", c.max_bytes, "Largest size");
+  cmd->add_option("-f,--stepfactor", c.args.step_factor, "Multiply the size by this per step");
+  cmd->add_option("-i,--stepbytes", c.step_bytes, "Add this to the size per step (without -f)");
+  cmd->add_option("-g,--ngpus", c.args.ngpus, "GPUs per thread")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-t,--nthreads", c.args.nthreads, "Threads per process")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--np", c.args.nprocs,
+                  "Processes, as mpirun -np (default: every GPU of the scenario)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-o,--op", c.args.redop, "Reduction: sum, prod, min, max, avg")
+      ->check(CLI::IsMember({"sum", "prod", "min", "max", "avg"}));
+  cmd->add_option("-d,--datatype", c.args.datatype, "Data type: float, half, int8, double, ...");
+  cmd->add_option("-r,--root", c.args.root, "Root of Broadcast and Reduce");
+  cmd->add_option("-n,--iters", c.args.iters, "Iterations (printed; see --sim-iters)");
+  cmd->add_option("-w,--warmup_iters", c.args.warmup, "Warm-up iterations (not simulated)");
+  cmd->add_option("-m,--agg_iters", c.args.agg_iters, "Aggregated iterations");
+  cmd->add_option("-c,--check", c.args.check, "Check results (the model has no data: N/A)");
+  cmd->add_option("-a,--average", c.args.average,
+                  "Time reported: 0 rank 0, 1 mean over ranks, 2 min, 3 max")
+      ->check(CLI::Range(0, 3));
+  cmd->add_option("-z,--blocking", c.args.blocking, "Blocking collectives (printed only)");
+  cmd->add_option("-G,--cudagraph", c.args.graph, "CUDA graph launches (printed only)");
+  cmd->add_option("--sim-iters", c.args.sim_iters, "Iterations simulated per size and placement")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--json", c.json, "Also write the results as JSON to FILE (- for stdout)");
+  cmd->add_option("--csv", c.csv, "Also write the results as CSV to FILE (- for stdout)");
+}
+
+int run_nccl_tests_command(NcclTestsCli& c, std::ostream& out, std::ostream& err) {
+  NcclTestsArgs& a = c.args;
+  a.op = *parse_perf_binary(a.binary);
+  try {
+    a.min_bytes = parse_nccl_size(c.min_bytes);
+    a.max_bytes = parse_nccl_size(c.max_bytes);
+    a.step_bytes = parse_nccl_size(c.step_bytes);
+  } catch (const std::invalid_argument& e) {
+    err << "fabricsim: error: " << e.what() << '\n';
+    return kExitUsage;
+  }
+  if (!parse_datatype(a.datatype)) {
+    err << "fabricsim: error: unknown data type '" << a.datatype << "'\n";
+    return kExitUsage;
+  }
+  if (a.max_bytes < a.min_bytes) {
+    err << "fabricsim: error: -e (maxbytes) is below -b (minbytes)\n";
+    return kExitUsage;
+  }
+  const Scenario s = load_scenario(c.scenario, {.overrides = c.overrides});
+  const BuiltCluster cluster(s);
+  const NcclTestsResult r = run_nccl_tests(s, cluster, a);
+  const auto emit = [&](const std::string& target, const std::string& text) {
+    if (target == "-") {
+      out << text;
+    } else if (!target.empty()) {
+      write_file_atomically(target, text);
+    }
+  };
+  if (c.json != "-" && c.csv != "-") out << nccl_tests_text(a, r);
+  emit(c.json, nccl_tests_json(s, a, r));
+  emit(c.csv, nccl_tests_csv(r));
+  for (const auto& e : r.errors) err << "fabricsim: " << e << '\n';
+  return r.errors.empty() ? kExitOk : kExitFailure;
+}
+
 int report_config_error(const ConfigError& e, std::ostream& err) {
   for (const auto& m : e.messages()) err << "fabricsim: error: " << m << '\n';
   return kExitUsage;
@@ -145,6 +233,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
                    "Write one NCCL topology XML per server into DIR");
   topo->add_flag("--json", topo_args.json, "Print the summary as JSON");
 
+  NcclTestsCli nccl_args;
+  add_nccl_tests(app, nccl_args);
+
   std::vector<std::string> argv_storage{"fabricsim"};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -168,6 +259,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return kExitOk;
     }
     if (*topo) return run_topo(topo_args, out, err);
+    if (app.got_subcommand("nccl-tests")) return run_nccl_tests_command(nccl_args, out, err);
     const Scenario s = run_args.load();
     const BuiltCluster cluster(s);
     const std::filesystem::path dir = out_dir.empty() ? std::filesystem::path("results") / s.name

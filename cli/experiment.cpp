@@ -40,6 +40,9 @@ BuiltCluster::BuiltCluster(const Scenario& scenario)
 
 RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
                        Simulation::ProgressFn progress) {
+  if (!scenario.has_traffic)
+    throw std::invalid_argument(
+        "the scenario has no [traffic] to run (`fabricsim nccl-tests` runs collectives on it)");
   Simulation sim(scenario.seed);
   PacketNetwork fabric(sim, cluster.topology, cluster.routing, scenario.network);
   const auto traffic = generate_messages(scenario.traffic,

@@ -1,6 +1,7 @@
 #include "loader/config_tree.hpp"
 
 #include <fmt/format.h>
+#include <limits>
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -491,6 +492,13 @@ std::vector<std::string> ConfigReader::string_list(std::string_view key,
   for (const auto& s : out) echo.push_back(s);
   resolved_.insert_or_assign(key, std::move(echo));
   return out;
+}
+
+Bytes ConfigReader::byte_count(std::string_view key, Bytes fallback) {
+  const ConfigNode* c = find(key);
+  if (c != nullptr && c->value != nullptr && c->value->is_integer())
+    return Bytes(integer(key, std::nullopt, 1, std::numeric_limits<std::int64_t>::max()));
+  return bytes(key, fallback, false);
 }
 
 template <class T, class Parse>

@@ -109,6 +109,9 @@ class ConfigReader {
   Bytes bytes(std::string_view key, std::optional<Bytes> fallback, bool allow_zero);
   Bandwidth bandwidth(std::string_view key, std::optional<Bandwidth> fallback,
                       bool allow_zero = false);
+  // A byte size written with its unit or, as environment variables give it, as a plain
+  // integer number of bytes (> 0).
+  Bytes byte_count(std::string_view key, Bytes fallback);
 
   ConfigReader table(std::string_view key);
   // Reports every key of this table that no accessor asked for, with a suggestion.

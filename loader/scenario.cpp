@@ -1,6 +1,7 @@
 #include "loader/scenario.hpp"
 
 #include <fmt/format.h>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -310,6 +311,79 @@ void read_switch(ConfigReader& sw, Scenario& s) {
     sw.error("ecn_kmax", fmt::format("must be above switch.ecn_kmin ({})", to_string(b.ecn.kmin)));
 }
 
+// NCCL's environment under its own names (they override the [nic] keys they correspond to),
+// and the collective model's settings.
+void read_nccl(ConfigReader& r, Scenario& s) {
+  NcclConfig& c = s.nccl;
+  if (r.has("NCCL_ALGO"))
+    c.algo = parse_algo(r.choice("NCCL_ALGO", std::nullopt, {"Ring", "Tree", "ring", "tree"}));
+  if (r.has("NCCL_PROTO"))
+    c.proto = parse_proto(
+        r.choice("NCCL_PROTO", std::nullopt, {"LL", "LL128", "Simple", "ll", "ll128", "simple"}));
+  c.buffsize = r.byte_count("NCCL_BUFFSIZE", c.buffsize);
+  c.ll_buffsize = r.byte_count("NCCL_LL_BUFFSIZE", c.ll_buffsize);
+  c.ll128_buffsize = r.byte_count("NCCL_LL128_BUFFSIZE", c.ll128_buffsize);
+  c.min_channels = static_cast<int>(r.integer("NCCL_MIN_NCHANNELS", 0, 0, 64));
+  c.max_channels = static_cast<int>(r.integer("NCCL_MAX_NCHANNELS", 0, 0, 64));
+  if (c.max_channels > 0 && c.min_channels > c.max_channels)
+    r.error("NCCL_MIN_NCHANNELS",
+            fmt::format("must not exceed NCCL_MAX_NCHANNELS ({})", c.max_channels));
+  if (r.has("NCCL_NET_GDR_LEVEL")) {
+    const std::string level =
+        r.choice("NCCL_NET_GDR_LEVEL", std::nullopt, {"LOC", "PIX", "PXB", "PHB", "SYS"});
+    s.network.host.gpudirect = level != "LOC";
+    s.network.host.gdr_level = level == "SYS"   ? PcieDistance::kSys
+                               : level == "PHB" ? PcieDistance::kPhb
+                                                : PcieDistance::kPxb;
+  }
+  if (r.has("gpudirect")) s.network.host.gpudirect = r.boolean("gpudirect", true);
+  if (r.has("NCCL_IB_TIMEOUT"))
+    s.network.nic.ib_timeout = static_cast<int>(r.integer("NCCL_IB_TIMEOUT", 20, 1, 31));
+  if (r.has("NCCL_IB_RETRY_CNT"))
+    s.network.nic.ib_retry_cnt = static_cast<int>(r.integer("NCCL_IB_RETRY_CNT", 7, 0, 7));
+  const auto topo_file = r.file("NCCL_TOPO_FILE");
+  if (topo_file) {
+    // NCCL reads it as its view of the node; it must be a topology NCCL can load.
+    c.topo_file = topo_file->string();
+    (void)read_file_or_report(r, "NCCL_TOPO_FILE", *topo_file, import_nccl_xml,
+                              s.cluster.server);
+  }
+  // A topology file gives NCCL the fabric's structure: servers under one leaf go adjacent.
+  if (r.has("server_order") && r.has("server_list"))
+    r.error("server_list", "give either nccl.server_order or nccl.server_list");
+  c.server_list.clear();
+  for (auto v : r.integer_list("server_list", {}, 0, 1 << 20)) c.server_list.push_back(static_cast<int>(v));
+  c.server_order = c.server_list.empty()
+                       ? r.choice("server_order", topo_file ? "leaf" : "hostfile",
+                                  {"hostfile", "leaf"})
+                       : "list";
+  c.ll128_enabled = r.boolean("ll128", true);
+  {
+    ConfigReader lat = r.table("step_latency");
+    const char* protos[] = {"ll", "ll128", "simple"};
+    const char* links[] = {"nvlink", "pcie", "net"};
+    for (int p = 0; p < 3; ++p)
+      for (int l = 0; l < 3; ++l) {
+        const Time t = lat.time(fmt::format("{}_{}", protos[p], links[l]),
+                                Time::from_ps(std::llround(c.step_latency_us[p][l] * 1e6)), true);
+        c.step_latency_us[p][l] = t.us();
+      }
+    lat.finish();
+    ConfigReader launch = r.table("launch_latency");
+    for (int p = 0; p < 3; ++p)
+      c.launch_latency_us[p] =
+          launch.time(protos[p], Time::from_ps(std::llround(c.launch_latency_us[p] * 1e6)), true)
+              .us();
+    launch.finish();
+  }
+  const std::vector<std::string> gpus = gpu_preset_names();
+  const std::string fallback = s.cluster.servers > 0 && s.cluster.server.gpu_sm >= 90 ? "h100" : "a100";
+  s.gpu = gpu_preset(r.choice("gpu", fallback, gpus));
+  s.gpu.hbm = r.bandwidth("gpu_hbm", s.gpu.hbm);
+  s.gpu.channel = r.bandwidth("gpu_channel_rate", s.gpu.channel);
+  s.gpu.sms = static_cast<int>(r.integer("gpu_sms", s.gpu.sms, 1, 4096));
+}
+
 void read_prices(ConfigReader& pr, Scenario& s) {
   const auto price = [&](std::string_view key) { return pr.optional_real(key, 0.0, 1e12); };
   Prices& p = s.analysis.prices;
@@ -359,7 +433,8 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
     read_fabric(fab, s, has_servers);
     fab.finish();
   }
-  {
+  s.has_traffic = root.has("traffic");
+  if (s.has_traffic) {
     ConfigReader tr = root.table("traffic");
     s.traffic.pattern =
         to_pattern(tr.choice("pattern", "incast", {"incast", "permutation", "all-to-all"}));
@@ -380,6 +455,11 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
     ConfigReader sw = root.table("switch");
     read_switch(sw, s);
     sw.finish();
+  }
+  {
+    ConfigReader nccl = root.table("nccl");
+    read_nccl(nccl, s);
+    nccl.finish();
   }
   if (root.has("prices")) {
     ConfigReader pr = root.table("prices");

@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "loader/config_tree.hpp"
+#include "models/nccl.hpp"
 #include "models/traffic.hpp"
 #include "topologies/analysis.hpp"
 #include "topologies/network.hpp"
@@ -32,7 +33,10 @@ struct Scenario {
   SimulationSettings simulation{};
   ClusterSpec cluster{};
   NetworkParams network{};
+  bool has_traffic = false;  // a [traffic] table is given
   TrafficSpec traffic{};
+  NcclConfig nccl{};
+  GpuSpec gpu{};  // the GPUs' figures for the collective model ([nccl] gpu, or the server's)
   AnalysisOptions analysis{};
   toml::table resolved;  // the scenario as it runs: every key, defaults filled in
 };

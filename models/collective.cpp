@@ -59,6 +59,10 @@ class CollectiveEngine::Builder {
     return bytes / nc + (static_cast<std::uint64_t>(c) < bytes % nc ? 1 : 0);
   }
 
+  const CommChannel& channel(int c) const {
+    return layout_.channels[static_cast<std::size_t>(c) % layout_.channels.size()];
+  }
+
   std::uint32_t stream(std::uint32_t rank) {
     run_.streams.push_back({.rank = rank});
     return static_cast<std::uint32_t>(run_.streams.size() - 1);
@@ -77,7 +81,7 @@ class CollectiveEngine::Builder {
     const CommRank& rb = layout_.ranks[b];
     k.local = ra.server == rb.server;
     const bool p2p = c < 0;
-    const CommChannel* ch = p2p ? nullptr : &layout_.channels[static_cast<std::size_t>(c)];
+    const CommChannel* ch = p2p ? nullptr : &channel(c);
     k.address.src = k.local || p2p ? ra.nic : ch->nic[a];
     k.address.dst = k.local || p2p ? rb.nic : ch->nic[b];
     k.address.src_gpu = ra.gpu;
@@ -101,7 +105,7 @@ class CollectiveEngine::Builder {
   }
 
   void ring(int c, std::uint64_t bytes, CollOp op_kind) {
-    const CommChannel& ch = layout_.channels[static_cast<std::size_t>(c)];
+    const CommChannel& ch = channel(c);
     const auto n = static_cast<std::uint32_t>(ch.ring.size());
     std::vector<std::uint32_t> s(n);
     for (std::uint32_t i = 0; i < n; ++i) s[i] = stream(ch.ring[i]);
@@ -139,7 +143,7 @@ class CollectiveEngine::Builder {
 
   // Broadcast (root first, data flows along the ring) or Reduce (towards the root, last).
   void chain(int c, std::uint64_t bytes, bool reduce, int root) {
-    const CommChannel& ch = layout_.channels[static_cast<std::size_t>(c)];
+    const CommChannel& ch = channel(c);
     const auto n = static_cast<std::uint32_t>(ch.ring.size());
     const auto root_pos = static_cast<std::uint32_t>(
         std::find(ch.ring.begin(), ch.ring.end(), static_cast<std::uint32_t>(root)) -
@@ -164,7 +168,7 @@ class CollectiveEngine::Builder {
   }
 
   void tree(int c, std::uint64_t bytes) {
-    const CommChannel& ch = layout_.channels[static_cast<std::size_t>(c)];
+    const CommChannel& ch = channel(c);
     const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
     std::vector<std::uint32_t> up(n), down(n);
     for (std::uint32_t r = 0; r < n; ++r) {
@@ -302,7 +306,9 @@ int CollectiveEngine::channels(std::uint32_t comm) const {
   int nc = static_cast<int>(comms_[comm].layout.channels.size());
   if (cfg_.max_channels > 0) nc = std::min(nc, cfg_.max_channels);
   if (cfg_.min_channels > 0) nc = std::max(nc, cfg_.min_channels);
-  return std::clamp(nc, 1, static_cast<int>(comms_[comm].layout.channels.size()));
+  // More than the layout has (NCCL_MIN_NCHANNELS): NCCL duplicates channels, reusing their
+  // rings and trees.
+  return std::clamp(nc, 1, 64);
 }
 
 TunerChoice CollectiveEngine::choose(std::uint32_t comm, const CollectiveRequest& req) const {

@@ -83,8 +83,8 @@ struct CollectiveRequest {
   CollOp op = CollOp::kAllReduce;
   std::uint64_t bytes = 0;  // S: the data size nccl-tests divides by (TestCounts::bytes)
   int root = 0;
-  std::optional<Algo> algo;    // overrides NCCL_ALGO / the tuner
-  std::optional<Proto> proto;  // overrides NCCL_PROTO / the tuner
+  std::optional<Algo> algo{};    // overrides NCCL_ALGO / the tuner
+  std::optional<Proto> proto{};  // overrides NCCL_PROTO / the tuner
 };
 
 struct CollectiveResult {

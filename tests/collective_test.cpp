@@ -23,19 +23,22 @@ struct Ideal {
   PacketNetwork net;
   CollectiveEngine engine;
   std::uint32_t comm;
-  Ideal(int hosts, Bytes mtu, int channels, NcclConfig cfg = free_nccl())
+  Ideal(int hosts, Bytes mtu, int channels, NcclConfig cfg = free_nccl(),
+        GpuSpec gpu = free_gpu(), Bandwidth rate = 100_Gbps)
       : topo(build_cluster({.servers = 0,
                             .hosts = hosts,
                             .server = {},
                             .fabric = {.kind = FabricKind::kStar,
-                                       .link_rate = 100_Gbps,
+                                       .link_rate = rate,
                                        .switch_latency = 300_ns,
                                        .host_cable_m = 200}})),
         routing(Routing::compute(topo, 1)),
         net(sim, topo, routing, params(mtu)),
-        engine(sim, net, GpuSpec{.name = "ideal", .sm_version = 80, .sms = 108, .hbm = {}, .channel = {}},
-               with_channels(cfg, channels)),
+        engine(sim, net, gpu, with_channels(cfg, channels)),
         comm(engine.add_communicator(build_communicator(topo, routing, {}))) {}
+  static GpuSpec free_gpu() {
+    return {.name = "ideal", .sm_version = 80, .sms = 108, .hbm = {}, .channel = {}};
+  }
   static NcclConfig free_nccl() {
     NcclConfig c;
     for (auto& row : c.step_latency_us) row = {0, 0, 0};
@@ -144,4 +147,41 @@ TEST(Collectives, TreeMatchesItsClosedFormsInTheLatencyAndBandwidthRegimes) {
                     (3 * static_cast<double>(bytes) * per_byte),
                 1.0, 0.01);
   }
+}
+
+TEST(Collectives, LowLatencyProtocolWinsSmallSimpleWinsLarge) {
+  // NCCL's default step latencies and an A100: LL pays 0.6-2.7 us per step where Simple pays
+  // 3.4-14 us, but LL puts 2 bytes on the wire per byte of data.
+  const auto time = [](Proto proto, std::uint64_t bytes) {
+    Ideal f(4, 4_KiB, 2, NcclConfig{}, gpu_preset("a100"));
+    return f.run(CollOp::kAllReduce, bytes, Algo::kRing, proto);
+  };
+  EXPECT_LT(time(Proto::kLL, 8) * 2, time(Proto::kSimple, 8));
+  EXPECT_LT(time(Proto::kLL128, 8), time(Proto::kSimple, 8));
+  const double ll = time(Proto::kLL, 64 << 20), simple = time(Proto::kSimple, 64 << 20);
+  EXPECT_GT(ll / simple, 1.8);  // twice the wire bytes on a wire-bound ring
+  EXPECT_LT(time(Proto::kLL128, 64 << 20), ll);
+}
+
+TEST(Collectives, BufferSizeAndChannelsChangeLargeMessageTimeAsTheStepStructureImplies) {
+  // NCCL_BUFFSIZE 256 KiB: 64 KiB slices, so each 14 us network step moves 16x less data than
+  // with the default 4 MiB buffer (1 MiB slices); the per-step latency then dominates the
+  // 5.4 us a 64 KiB slice takes on the wire.
+  const auto with_buffer = [](Bytes buffsize) {
+    NcclConfig cfg;
+    cfg.buffsize = buffsize;
+    Ideal f(4, 4_KiB, 2, cfg, gpu_preset("a100"));
+    return f.run(CollOp::kAllReduce, 64 << 20, Algo::kRing, Proto::kSimple);
+  };
+  const double small = with_buffer(256_KiB), large = with_buffer(4_MiB);
+  EXPECT_GT(small / large, 1.5) << small << " us vs " << large << " us";
+  // At 400 Gb/s one channel (one thread block: 14 us + 1 MiB at 20 GB/s per slice, about
+  // 16 GB/s) cannot fill the 50 GB/s link; two channels double the rate, four fill the link.
+  const auto with_channels = [](int channels) {
+    Ideal f(4, 4_KiB, channels, NcclConfig{}, gpu_preset("a100"), 400_Gbps);
+    return f.run(CollOp::kAllReduce, 256 << 20, Algo::kRing, Proto::kSimple);
+  };
+  const double one = with_channels(1), two = with_channels(2), four = with_channels(4);
+  EXPECT_NEAR(one / two, 2.0, 0.2) << one << " us vs " << two << " us";
+  EXPECT_LT(four, two * 0.9);
 }

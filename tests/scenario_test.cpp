@@ -111,12 +111,13 @@ TEST(Scenario, MissingFilesAndExtendsCyclesAreErrors) {
 }
 
 TEST(Scenario, MissingRequiredKeysAreNamed) {
-  const auto errors = errors_of([] { load_scenario_text("[fabric]\nhosts = 2\n", "mem.toml"); });
+  const auto errors = errors_of(
+      [] { load_scenario_text("[fabric]\nhosts = 2\n[traffic]\n", "mem.toml"); });
   EXPECT_EQ(errors, (std::vector<std::string>{
                         "mem.toml:1:1: missing required key 'fabric.link_rate' (written with its "
                         "unit, e.g. \"100Gbps\")",
-                        "mem.toml: missing required key 'traffic.message_size' (written with its "
-                        "unit, e.g. \"64KiB\")",
+                        "mem.toml:3:1: missing required key 'traffic.message_size' (written with "
+                        "its unit, e.g. \"64KiB\")",
                     }));
 }
 

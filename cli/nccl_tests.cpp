@@ -1,0 +1,253 @@
+#include "cli/nccl_tests.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include <toml++/toml.h>
+
+#include "topologies/communicator.hpp"
+
+namespace fabricsim {
+
+namespace {
+
+// nccl-tests' getFloatStr: %.2f, else %.1f, else %.0f, else %.1e / %.0e, to fit `width`.
+std::string float_str(double value, int width) {
+  char buf[64];
+  for (const char* f : {"%*.2f", "%*.1f", "%*.0f"}) {
+    if (std::snprintf(buf, sizeof buf, f, width, value) <= width) return buf;
+  }
+  std::snprintf(buf, sizeof buf, width >= 7 ? "%*.1e" : "%*.0e", width, value);
+  return std::string(buf).substr(0, static_cast<std::size_t>(width));
+}
+
+std::string printf_g(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::uint64_t parse_nccl_size(const std::string& text) {
+  // nccl-tests parsesize: a number with an optional K, M or G (powers of 1024).
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(fmt::format("'{}' is not a size (e.g. 8, 64K, 1M, 8G)", text));
+  }
+  std::uint64_t unit = 1;
+  const std::string rest = text.substr(used);
+  if (rest == "K" || rest == "k") unit = 1ULL << 10;
+  else if (rest == "M" || rest == "m") unit = 1ULL << 20;
+  else if (rest == "G" || rest == "g") unit = 1ULL << 30;
+  else if (!rest.empty())
+    throw std::invalid_argument(fmt::format("'{}' is not a size (e.g. 8, 64K, 1M, 8G)", text));
+  if (value < 0) throw std::invalid_argument(fmt::format("size '{}' is negative", text));
+  return static_cast<std::uint64_t>(value * static_cast<double>(unit));
+}
+
+NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& cluster,
+                               const NcclTestsArgs& args) {
+  const auto type = parse_datatype(args.datatype);
+  if (!type) throw std::invalid_argument(fmt::format("unknown data type '{}'", args.datatype));
+  const auto& g = cluster.topology.graph();
+  std::vector<Vertex> gpus;
+  for (auto [v, end] = boost::vertices(g); v != end; ++v)
+    if (g[*v].kind == NodeKind::kGpu) gpus.push_back(*v);
+  std::sort(gpus.begin(), gpus.end(), [&](Vertex a, Vertex b) {
+    return std::make_pair(g[a].server, g[a].index) < std::make_pair(g[b].server, g[b].index);
+  });
+  const int available =
+      gpus.empty() ? static_cast<int>(cluster.topology.endpoints().size()) : static_cast<int>(gpus.size());
+  const int per_proc = args.ngpus * args.nthreads;
+  const int procs = args.nprocs > 0 ? args.nprocs : available / per_proc;
+  if (procs < 1 || procs * per_proc > available || (args.nprocs == 0 && available % per_proc != 0))
+    throw std::invalid_argument(fmt::format(
+        "{} processes x {} GPUs do not fit the scenario's {} GPUs", procs, per_proc, available));
+
+  Simulation sim(scenario.seed);
+  PacketNetwork net(sim, cluster.topology, cluster.routing, scenario.network);
+  CollectiveEngine engine(sim, net, scenario.gpu, scenario.nccl);
+  CommunicatorOptions options;
+  options.ranks = procs * per_proc;
+  options.server_order = scenario.nccl.server_order;
+  options.server_list = scenario.nccl.server_list;
+  options.channel_gbs = static_cast<double>(scenario.gpu.channel.bps()) / 8e9;
+  const std::uint32_t comm =
+      engine.add_communicator(build_communicator(cluster.topology, cluster.routing, options));
+
+  NcclTestsResult result;
+  result.nranks = options.ranks;
+  const std::string device = scenario.cluster.servers > 0
+                                 ? "NVIDIA " + scenario.cluster.server.gpu_name
+                                 : scenario.gpu.name;
+  for (int r = 0; r < result.nranks; ++r) {
+    const int server = gpus.empty() ? r : g[gpus[static_cast<std::size_t>(r)]].server;
+    const int dev = gpus.empty() ? 0 : g[gpus[static_cast<std::size_t>(r)]].index;
+    result.rank_lines.push_back(
+        fmt::format("#  Rank {:2d} Group {:2d} Pid {:6d} on {:>10} device {:2d} [{:04x}:{:02x}:{:02x}] {}",
+                    r, 0, 1000 + r / per_proc, fmt::format("server{}", server), dev, 0,
+                    0x07 + 0x10 * dev, 0, device));
+  }
+
+  const int n = result.nranks;
+  double bw_sum = 0;
+  int bw_count = 0;
+  for (std::uint64_t size = args.min_bytes; size <= args.max_bytes;
+       size = args.step_factor > 1 ? size * args.step_factor : size + args.step_bytes) {
+    const TestCounts counts = test_counts(args.op, size, type->size, n);
+    if (counts.size_column == 0) {
+      if (args.step_factor <= 1 && args.step_bytes == 0) break;
+      if (size == 0 && args.step_factor > 1) break;
+      continue;
+    }
+    NcclTestsRow row;
+    row.size = counts.size_column;
+    row.count = counts.count_column;
+    row.bytes = counts.bytes;
+    for (int placement = 0; placement < 2 && result.errors.empty(); ++placement) {
+      double total = 0;
+      for (int it = 0; it < args.sim_iters; ++it) {
+        const CollectiveRequest req{.op = args.op, .bytes = counts.bytes, .root = args.root};
+        const std::uint32_t id = engine.launch(comm, req, sim.now());
+        sim.run();
+        const CollectiveResult& c = engine.result(id);
+        if (!c.done) {
+          for (const auto& e : net.errors())
+            result.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
+          result.errors.push_back(fmt::format(
+              "{} of {} B did not complete (simulated time {})", to_string(args.op),
+              counts.bytes, to_string(sim.now())));
+          break;
+        }
+        std::vector<double> times;
+        for (Time f : c.rank_finish) times.push_back((f - c.start).us());
+        double t = c.mean_us();
+        if (args.average == 0) t = times.front();
+        if (args.average == 2) t = *std::min_element(times.begin(), times.end());
+        if (args.average == 3) t = *std::max_element(times.begin(), times.end());
+        total += t;
+        row.algo = c.algo;
+        row.proto = c.proto;
+        row.channels = c.channels;
+        row.tuner_us = c.tuner_us;
+      }
+      row.time_us[placement] = total / args.sim_iters;
+      row.algbw[placement] = algbw_gbps(row.bytes, row.time_us[placement]);
+      row.busbw[placement] = row.algbw[placement] * bus_factor(args.op, n);
+      bw_sum += row.busbw[placement];
+      ++bw_count;
+    }
+    if (!result.errors.empty()) break;
+    result.rows.push_back(row);
+    if (args.step_factor <= 1 && args.step_bytes == 0) break;
+  }
+  result.avg_busbw = bw_count > 0 ? bw_sum / bw_count : 0;
+  return result;
+}
+
+std::string nccl_tests_text(const NcclTestsArgs& a, const NcclTestsResult& r) {
+  std::string out;
+  const auto line = [&](const std::string& s) { out += s + "\n"; };
+  line("# nccl-tests version 2.19.6 nccl-headers=23007 nccl-library=23007 (fabricsim model)");
+  line("# Collective test starting: " + a.binary);
+  line(fmt::format("# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} "
+                   "iters: {} agg iters: {} validation: {} graph: {} unalign: {}",
+                   a.nthreads, a.ngpus, a.min_bytes, a.max_bytes,
+                   a.step_factor > 1 ? a.step_factor : a.step_bytes,
+                   a.step_factor > 1 ? "factor" : "bytes", a.warmup, a.iters, a.agg_iters, 0,
+                   a.graph, 0));
+  line("#");
+  line("# Using devices");
+  for (const auto& l : r.rank_lines) line(l);
+  line("#");
+  line(fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}{}out-of-place{}in-place{}", "", "", "",
+                   "", "", std::string(11, ' '), std::string(23, ' '), std::string(10, ' ')));
+  line(fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  "
+                   "{:>6}  {:>6}  {:>6} ",
+                   "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+                   "time", "algbw", "busbw", "#wrong"));
+  line(fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  "
+                   "{:>6}  {:>6}  {:>6} ",
+                   "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
+                   "(GB/s)", "(GB/s)", ""));
+  const bool rooted = a.op == CollOp::kBroadcast || a.op == CollOp::kReduce;
+  const std::string redop = a.op == CollOp::kAllReduce || a.op == CollOp::kReduce ||
+                                    a.op == CollOp::kReduceScatter
+                                ? a.redop
+                                : "none";
+  for (const auto& row : r.rows) {
+    std::string s = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", row.size, row.count,
+                                a.datatype, redop, rooted ? a.root : -1);
+    for (int p = 0; p < 2; ++p)
+      s += fmt::format("  {:>7}  {:>6}  {:>6}    N/A", float_str(row.time_us[p], 7),
+                       float_str(row.algbw[p], 6), float_str(row.busbw[p], 6));
+    line(s);
+  }
+  line(fmt::format("# {:<20} : {} {}", "Out of bounds values", 0, "OK"));
+  line(fmt::format("# {:<20} : {} ", "Avg bus bandwidth", printf_g(r.avg_busbw)));
+  line("#");
+  line("# Collective test concluded: " + a.binary);
+  line("");
+  // What the model chose, as comment lines a parser of nccl-tests output skips.
+  for (const auto& row : r.rows)
+    line(fmt::format("# fabricsim: {:>12} B {} {}/{} {} channels (NCCL tuner estimate {:.1f} us)",
+                     row.size, to_string(a.op), to_string(row.algo), to_string(row.proto),
+                     row.channels, row.tuner_us));
+  for (const auto& e : r.errors) line("# fabricsim error: " + e);
+  return out;
+}
+
+std::string nccl_tests_json(const Scenario& scenario, const NcclTestsArgs& a,
+                            const NcclTestsResult& r) {
+  toml::array rows;
+  for (const auto& row : r.rows) {
+    toml::table t{{"size", static_cast<std::int64_t>(row.size)},
+                  {"count", static_cast<std::int64_t>(row.count)},
+                  {"algorithm", std::string(to_string(row.algo))},
+                  {"protocol", std::string(to_string(row.proto))},
+                  {"channels", row.channels},
+                  {"nccl_tuner_us", row.tuner_us}};
+    const char* names[] = {"out_of_place", "in_place"};
+    for (int p = 0; p < 2; ++p)
+      t.insert(names[p], toml::table{{"time_us", row.time_us[p]},
+                                     {"algbw_gbps", row.algbw[p]},
+                                     {"busbw_gbps", row.busbw[p]}});
+    rows.push_back(std::move(t));
+  }
+  toml::array errors;
+  for (const auto& e : r.errors) errors.push_back(e);
+  toml::table doc{{"scenario", scenario.name},
+                  {"binary", a.binary},
+                  {"operation", std::string(to_string(a.op))},
+                  {"type", a.datatype},
+                  {"redop", a.redop},
+                  {"nranks", r.nranks},
+                  {"results", std::move(rows)},
+                  {"avg_bus_bandwidth_gbps", r.avg_busbw},
+                  {"errors", std::move(errors)}};
+  std::ostringstream os;
+  os << toml::json_formatter(doc) << '\n';
+  return os.str();
+}
+
+std::string nccl_tests_csv(const NcclTestsResult& r) {
+  std::string out =
+      "size,count,algorithm,protocol,channels,oop_time_us,oop_algbw_gbps,oop_busbw_gbps,"
+      "ip_time_us,ip_algbw_gbps,ip_busbw_gbps\n";
+  for (const auto& row : r.rows)
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", row.size, row.count,
+                       to_string(row.algo), to_string(row.proto), row.channels, row.time_us[0],
+                       row.algbw[0], row.busbw[0], row.time_us[1], row.algbw[1], row.busbw[1]);
+  return out;
+}
+
+}  // namespace fabricsim
