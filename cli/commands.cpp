@@ -261,6 +261,12 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (*topo) return run_topo(topo_args, out, err);
     if (app.got_subcommand("nccl-tests")) return run_nccl_tests_command(nccl_args, out, err);
     const Scenario s = run_args.load();
+    if (!s.has_traffic) {
+      err << "fabricsim: error: " << run_args.file
+          << ": the scenario has no [traffic] to run (`fabricsim nccl-tests ... --scenario "
+          << run_args.file << "` runs collectives on it)\n";
+      return kExitUsage;
+    }
     const BuiltCluster cluster(s);
     const std::filesystem::path dir = out_dir.empty() ? std::filesystem::path("results") / s.name
                                                       : std::filesystem::path(out_dir);
@@ -304,6 +310,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return report_config_error(e, err);
   } catch (const FabricError& e) {
     err << "fabricsim: error: fabric: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const std::invalid_argument& e) {
+    err << "fabricsim: error: " << e.what() << '\n';
     return kExitUsage;
   } catch (const std::exception& e) {
     err << "fabricsim: error: " << e.what() << '\n';

@@ -45,9 +45,12 @@ std::uint64_t parse_nccl_size(const std::string& text) {
   }
   std::uint64_t unit = 1;
   const std::string rest = text.substr(used);
-  if (rest == "K" || rest == "k") unit = 1ULL << 10;
-  else if (rest == "M" || rest == "m") unit = 1ULL << 20;
-  else if (rest == "G" || rest == "g") unit = 1ULL << 30;
+  if (rest == "K" || rest == "k")
+    unit = 1ULL << 10;
+  else if (rest == "M" || rest == "m")
+    unit = 1ULL << 20;
+  else if (rest == "G" || rest == "g")
+    unit = 1ULL << 30;
   else if (!rest.empty())
     throw std::invalid_argument(fmt::format("'{}' is not a size (e.g. 8, 64K, 1M, 8G)", text));
   if (value < 0) throw std::invalid_argument(fmt::format("size '{}' is negative", text));
@@ -65,8 +68,8 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
   std::sort(gpus.begin(), gpus.end(), [&](Vertex a, Vertex b) {
     return std::make_pair(g[a].server, g[a].index) < std::make_pair(g[b].server, g[b].index);
   });
-  const int available =
-      gpus.empty() ? static_cast<int>(cluster.topology.endpoints().size()) : static_cast<int>(gpus.size());
+  const int available = gpus.empty() ? static_cast<int>(cluster.topology.endpoints().size())
+                                     : static_cast<int>(gpus.size());
   const int per_proc = args.ngpus * args.nthreads;
   const int procs = args.nprocs > 0 ? args.nprocs : available / per_proc;
   if (procs < 1 || procs * per_proc > available || (args.nprocs == 0 && available % per_proc != 0))
@@ -92,10 +95,10 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
   for (int r = 0; r < result.nranks; ++r) {
     const int server = gpus.empty() ? r : g[gpus[static_cast<std::size_t>(r)]].server;
     const int dev = gpus.empty() ? 0 : g[gpus[static_cast<std::size_t>(r)]].index;
-    result.rank_lines.push_back(
-        fmt::format("#  Rank {:2d} Group {:2d} Pid {:6d} on {:>10} device {:2d} [{:04x}:{:02x}:{:02x}] {}",
-                    r, 0, 1000 + r / per_proc, fmt::format("server{}", server), dev, 0,
-                    0x07 + 0x10 * dev, 0, device));
+    result.rank_lines.push_back(fmt::format(
+        "#  Rank {:2d} Group {:2d} Pid {:6d} on {:>10} device {:2d} [{:04x}:{:02x}:{:02x}] {}", r,
+        0, 1000 + r / per_proc, fmt::format("server{}", server), dev, 0, 0x07 + 0x10 * dev, 0,
+        device));
   }
 
   const int n = result.nranks;
@@ -123,9 +126,9 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
         if (!c.done) {
           for (const auto& e : net.errors())
             result.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
-          result.errors.push_back(fmt::format(
-              "{} of {} B did not complete (simulated time {})", to_string(args.op),
-              counts.bytes, to_string(sim.now())));
+          result.errors.push_back(fmt::format("{} of {} B did not complete (simulated time {})",
+                                              to_string(args.op), counts.bytes,
+                                              to_string(sim.now())));
           break;
         }
         std::vector<double> times;
@@ -159,31 +162,33 @@ std::string nccl_tests_text(const NcclTestsArgs& a, const NcclTestsResult& r) {
   const auto line = [&](const std::string& s) { out += s + "\n"; };
   line("# nccl-tests version 2.19.6 nccl-headers=23007 nccl-library=23007 (fabricsim model)");
   line("# Collective test starting: " + a.binary);
-  line(fmt::format("# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} "
-                   "iters: {} agg iters: {} validation: {} graph: {} unalign: {}",
-                   a.nthreads, a.ngpus, a.min_bytes, a.max_bytes,
-                   a.step_factor > 1 ? a.step_factor : a.step_bytes,
-                   a.step_factor > 1 ? "factor" : "bytes", a.warmup, a.iters, a.agg_iters, 0,
-                   a.graph, 0));
+  line(fmt::format(
+      "# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} "
+      "iters: {} agg iters: {} validation: {} graph: {} unalign: {}",
+      a.nthreads, a.ngpus, a.min_bytes, a.max_bytes,
+      a.step_factor > 1 ? a.step_factor : a.step_bytes, a.step_factor > 1 ? "factor" : "bytes",
+      a.warmup, a.iters, a.agg_iters, 0, a.graph, 0));
   line("#");
   line("# Using devices");
   for (const auto& l : r.rank_lines) line(l);
   line("#");
   line(fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}{}out-of-place{}in-place{}", "", "", "",
                    "", "", std::string(11, ' '), std::string(23, ' '), std::string(10, ' ')));
-  line(fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  "
-                   "{:>6}  {:>6}  {:>6} ",
-                   "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
-                   "time", "algbw", "busbw", "#wrong"));
-  line(fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  "
-                   "{:>6}  {:>6}  {:>6} ",
-                   "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
-                   "(GB/s)", "(GB/s)", ""));
+  line(
+      fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  "
+                  "{:>6}  {:>6}  {:>6} ",
+                  "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+                  "time", "algbw", "busbw", "#wrong"));
+  line(
+      fmt::format("# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  "
+                  "{:>6}  {:>6}  {:>6} ",
+                  "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+                  "(GB/s)", ""));
   const bool rooted = a.op == CollOp::kBroadcast || a.op == CollOp::kReduce;
-  const std::string redop = a.op == CollOp::kAllReduce || a.op == CollOp::kReduce ||
-                                    a.op == CollOp::kReduceScatter
-                                ? a.redop
-                                : "none";
+  const std::string redop =
+      a.op == CollOp::kAllReduce || a.op == CollOp::kReduce || a.op == CollOp::kReduceScatter
+          ? a.redop
+          : "none";
   for (const auto& row : r.rows) {
     std::string s = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", row.size, row.count,
                                 a.datatype, redop, rooted ? a.root : -1);

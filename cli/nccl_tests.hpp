@@ -24,28 +24,28 @@ struct NcclTestsArgs {
   std::string binary = "all_reduce_perf";
   std::uint64_t min_bytes = 32 << 20;  // nccl-tests' defaults: -b 32M -e 32M
   std::uint64_t max_bytes = 32 << 20;
-  std::uint64_t step_factor = 1;  // -f (nccl-tests default 1: step in bytes instead)
+  std::uint64_t step_factor = 1;       // -f (nccl-tests default 1: step in bytes instead)
   std::uint64_t step_bytes = 1 << 20;  // -i (default 1M)
-  int nthreads = 1;  // -t
-  int ngpus = 1;     // -g
-  int nprocs = 0;    // --np: processes (0: every GPU of the scenario, ngpus x nthreads each)
-  std::string redop = "sum";     // -o
+  int nthreads = 1;                    // -t
+  int ngpus = 1;                       // -g
+  int nprocs = 0;  // --np: processes (0: every GPU of the scenario, ngpus x nthreads each)
+  std::string redop = "sum";       // -o
   std::string datatype = "float";  // -d
-  int root = 0;                  // -r
-  int iters = 20;                // -n
-  int warmup = 1;                // -w
-  int agg_iters = 1;             // -m
-  int check = 1;                 // -c (the model checks no data: #wrong prints N/A)
-  int average = 1;               // -a: 0 rank 0, 1 mean, 2 min, 3 max over ranks
-  int blocking = 0;              // -z
-  int graph = 0;                 // -G
-  int sim_iters = 1;             // iterations simulated per size and placement
+  int root = 0;                    // -r
+  int iters = 20;                  // -n
+  int warmup = 1;                  // -w
+  int agg_iters = 1;               // -m
+  int check = 1;                   // -c (the model checks no data: #wrong prints N/A)
+  int average = 1;                 // -a: 0 rank 0, 1 mean, 2 min, 3 max over ranks
+  int blocking = 0;                // -z
+  int graph = 0;                   // -G
+  int sim_iters = 1;               // iterations simulated per size and placement
 };
 
 struct NcclTestsRow {
-  std::uint64_t size = 0;   // printed size (B)
-  std::uint64_t count = 0;  // printed count (elements)
-  std::uint64_t bytes = 0;  // S for algbw
+  std::uint64_t size = 0;      // printed size (B)
+  std::uint64_t count = 0;     // printed count (elements)
+  std::uint64_t bytes = 0;     // S for algbw
   double time_us[2] = {0, 0};  // out-of-place, in-place
   double algbw[2] = {0, 0};
   double busbw[2] = {0, 0};
@@ -59,7 +59,7 @@ struct NcclTestsResult {
   int nranks = 0;
   std::vector<std::string> rank_lines;  // "#  Rank ..." lines
   std::vector<NcclTestsRow> rows;
-  double avg_busbw = 0;  // over all rows, out-of-place and in-place
+  double avg_busbw = 0;             // over all rows, out-of-place and in-place
   std::vector<std::string> errors;  // transport errors (a row then did not complete)
 };
 

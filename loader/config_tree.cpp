@@ -1,10 +1,10 @@
 #include "loader/config_tree.hpp"
 
 #include <fmt/format.h>
-#include <limits>
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace fabricsim {

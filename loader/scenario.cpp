@@ -345,18 +345,17 @@ void read_nccl(ConfigReader& r, Scenario& s) {
   if (topo_file) {
     // NCCL reads it as its view of the node; it must be a topology NCCL can load.
     c.topo_file = topo_file->string();
-    (void)read_file_or_report(r, "NCCL_TOPO_FILE", *topo_file, import_nccl_xml,
-                              s.cluster.server);
+    (void)read_file_or_report(r, "NCCL_TOPO_FILE", *topo_file, import_nccl_xml, s.cluster.server);
   }
   // A topology file gives NCCL the fabric's structure: servers under one leaf go adjacent.
   if (r.has("server_order") && r.has("server_list"))
     r.error("server_list", "give either nccl.server_order or nccl.server_list");
   c.server_list.clear();
-  for (auto v : r.integer_list("server_list", {}, 0, 1 << 20)) c.server_list.push_back(static_cast<int>(v));
-  c.server_order = c.server_list.empty()
-                       ? r.choice("server_order", topo_file ? "leaf" : "hostfile",
-                                  {"hostfile", "leaf"})
-                       : "list";
+  for (auto v : r.integer_list("server_list", {}, 0, 1 << 20))
+    c.server_list.push_back(static_cast<int>(v));
+  c.server_order = c.server_list.empty() ? r.choice("server_order", topo_file ? "leaf" : "hostfile",
+                                                    {"hostfile", "leaf"})
+                                         : "list";
   c.ll128_enabled = r.boolean("ll128", true);
   {
     ConfigReader lat = r.table("step_latency");
@@ -377,7 +376,8 @@ void read_nccl(ConfigReader& r, Scenario& s) {
     launch.finish();
   }
   const std::vector<std::string> gpus = gpu_preset_names();
-  const std::string fallback = s.cluster.servers > 0 && s.cluster.server.gpu_sm >= 90 ? "h100" : "a100";
+  const std::string fallback =
+      s.cluster.servers > 0 && s.cluster.server.gpu_sm >= 90 ? "h100" : "a100";
   s.gpu = gpu_preset(r.choice("gpu", fallback, gpus));
   s.gpu.hbm = r.bandwidth("gpu_hbm", s.gpu.hbm);
   s.gpu.channel = r.bandwidth("gpu_channel_rate", s.gpu.channel);

@@ -97,9 +97,11 @@ class CollectiveEngine::Builder {
 
   // Slices of one chunk of `real` bytes.
   std::vector<std::uint64_t> slices(std::uint64_t real) const {
-    const auto slice = static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run_.sizing.slice.count()));
+    const auto slice =
+        static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run_.sizing.slice.count()));
     std::vector<std::uint64_t> out;
-    for (std::uint64_t done = 0; done < real; done += slice) out.push_back(std::min(slice, real - done));
+    for (std::uint64_t done = 0; done < real; done += slice)
+      out.push_back(std::min(slice, real - done));
     if (out.empty()) out.push_back(0);
     return out;
   }
@@ -149,10 +151,10 @@ class CollectiveEngine::Builder {
         std::find(ch.ring.begin(), ch.ring.end(), static_cast<std::uint32_t>(root)) -
         ch.ring.begin());
     std::vector<std::uint32_t> order(n), s(n), out(n);
-    for (std::uint32_t i = 0; i < n; ++i)
-      order[i] = ch.ring[(root_pos + (reduce ? i + 1 : i)) % n];
+    for (std::uint32_t i = 0; i < n; ++i) order[i] = ch.ring[(root_pos + (reduce ? i + 1 : i)) % n];
     for (std::uint32_t i = 0; i < n; ++i) s[i] = stream(order[i]);
-    for (std::uint32_t i = 0; i + 1 < n; ++i) out[i] = conn(c, order[i], order[i + 1], 0, s[i], s[i + 1]);
+    for (std::uint32_t i = 0; i + 1 < n; ++i)
+      out[i] = conn(c, order[i], order[i + 1], 0, s[i], s[i + 1]);
     const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
     std::uint64_t offset = 0;
     do {
@@ -193,8 +195,9 @@ class CollectiveEngine::Builder {
         const bool leaf = from_children.empty();
         // Up: receive every child's partial sum, add ours, pass it on (root: keep it).
         std::vector<std::uint32_t> sends;
-        if (parent >= 0) sends.push_back(conn(c, r, static_cast<std::uint32_t>(parent), 1, up[r],
-                                              up[static_cast<std::uint32_t>(parent)]));
+        if (parent >= 0)
+          sends.push_back(conn(c, r, static_cast<std::uint32_t>(parent), 1, up[r],
+                               up[static_cast<std::uint32_t>(parent)]));
         op(up[r], from_children, sends, b, !leaf);
         const auto up_op = static_cast<std::int32_t>(run_.ops.size() - 1);
         // Down: receive the result from the parent (root: from its own reduction), forward.
@@ -211,7 +214,7 @@ class CollectiveEngine::Builder {
 
   void op(std::uint32_t s, const std::vector<std::uint32_t>& recvs,
           const std::vector<std::uint32_t>& sends, std::uint64_t bytes, bool reduce,
-               std::int32_t wait_op = -1) {
+          std::int32_t wait_op = -1) {
     Op o;
     o.recv_begin = static_cast<std::uint32_t>(run_.op_conns.size());
     run_.op_conns.insert(run_.op_conns.end(), recvs.begin(), recvs.end());
@@ -241,8 +244,7 @@ class CollectiveEngine::Builder {
         const std::uint32_t b = (a + d) % n;
         const std::uint32_t s = stream(a), r = stream(b);
         const std::uint32_t k = conn(-1, a, b, 0, s, r);
-        const std::uint64_t chunk =
-            run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther;
+        const std::uint64_t chunk = run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther;
         std::uint64_t offset = 0;
         do {
           const std::uint64_t part = std::min(chunk, per_pair - offset);
@@ -339,8 +341,8 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
   r.op = req.op;
   r.bytes = req.bytes;
   r.algo = choice.algo;
-  r.proto = req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv ? Proto::kSimple
-                                                                        : choice.proto;
+  r.proto =
+      req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv ? Proto::kSimple : choice.proto;
   r.tuner_us = choice.predicted_us;
   r.channels = channels_for_size(channels(comm), r.proto, req.bytes);
   r.start = at;
@@ -350,8 +352,8 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
   Builder(*this, run, comms_[comm].layout, r.channels).build(req);
   run.op_done.assign(run.ops.size(), false);
   run.streams_left = static_cast<std::uint32_t>(run.streams.size());
-  const Time launch = Time::from_ps(
-      static_cast<Time::rep>(std::llround(cfg_.launch_latency_us[static_cast<int>(r.proto)] * 1e6)));
+  const Time launch = Time::from_ps(static_cast<Time::rep>(
+      std::llround(cfg_.launch_latency_us[static_cast<int>(r.proto)] * 1e6)));
   sim_.schedule_at(at + launch, start_, id);
   return id;
 }
@@ -382,7 +384,7 @@ void CollectiveEngine::try_advance(std::uint32_t id, std::uint32_t s) {
     if (k.posted - k.consumed >= static_cast<std::uint32_t>(run.sizing.credits)) return;
   }
   // Step latency of the link class it sends on (else receives from), plus the copy.
-  const std::uint32_t first = o.send_begin < o.send_end ? run.op_conns[o.send_begin]
+  const std::uint32_t first = o.send_begin < o.send_end   ? run.op_conns[o.send_begin]
                               : o.recv_begin < o.recv_end ? run.op_conns[o.recv_begin]
                                                           : UINT32_MAX;
   double t_us = 0;
@@ -395,7 +397,8 @@ void CollectiveEngine::try_advance(std::uint32_t id, std::uint32_t s) {
     const double hbm_share =
         static_cast<double>(gpu_.hbm.bps()) / (accesses * std::max(1, run.result.channels));
     const double rate = std::min(static_cast<double>(gpu_.channel.bps()), hbm_share);
-    t += Time::from_ps(static_cast<Time::rep>(std::ceil(static_cast<double>(o.bytes) * 8e12 / rate)));
+    t += Time::from_ps(
+        static_cast<Time::rep>(std::ceil(static_cast<double>(o.bytes) * 8e12 / rate)));
   }
   st.busy = true;
   sim_.schedule_in(t, op_done_, pack(id, s));
@@ -415,7 +418,8 @@ void CollectiveEngine::on_op_done(std::uint64_t payload) {
     const std::uint32_t k = run.op_conns[i];
     ++run.conns[k].posted;
     const Bytes wire(std::max<Bytes::rep>(
-        1, static_cast<Bytes::rep>(std::ceil(static_cast<double>(o.bytes) * run.sizing.wire_factor))));
+        1,
+        static_cast<Bytes::rep>(std::ceil(static_cast<double>(o.bytes) * run.sizing.wire_factor))));
     run.result.wire_bytes += wire;
     post_transfer(id, k, wire);
   }

@@ -52,9 +52,9 @@ struct CommRank {
   std::uint32_t nic = 0;                    // endpoint of the rank's own NIC (P2P traffic)
 };
 struct CommChannel {
-  std::vector<std::uint32_t> ring;  // ranks in ring order: ring[i] sends to ring[i + 1]
-  std::vector<std::uint32_t> nic;   // per rank: the endpoint it uses across servers here
-  std::vector<std::int32_t> tree_up;                   // per rank: tree parent, -1 at the root
+  std::vector<std::uint32_t> ring;    // ranks in ring order: ring[i] sends to ring[i + 1]
+  std::vector<std::uint32_t> nic;     // per rank: the endpoint it uses across servers here
+  std::vector<std::int32_t> tree_up;  // per rank: tree parent, -1 at the root
   std::vector<std::array<std::int32_t, 3>> tree_down;  // per rank: children, -1 for none
 };
 struct CommLayout {
@@ -62,8 +62,8 @@ struct CommLayout {
   std::vector<CommChannel> channels;  // the most a collective may use
   int servers = 1;
   LinkClass intra_link = LinkClass::kNvLink;  // between GPUs of a server (PCIe without NVLink)
-  double bw_intra_gbs = 20;  // per channel, for the tuner (NCCL's graph bwIntra)
-  double bw_inter_gbs = 12;  // per channel, for the tuner (NCCL's graph bwInter)
+  double bw_intra_gbs = 20;                   // per channel, for the tuner (NCCL's graph bwIntra)
+  double bw_inter_gbs = 12;                   // per channel, for the tuner (NCCL's graph bwInter)
 };
 
 // What the engine needs of a fabric backend (packet level now, flow level later).
@@ -98,8 +98,8 @@ struct CollectiveResult {
   std::vector<Time> rank_finish;
   Bytes wire_bytes{};  // bytes handed to the fabric, protocol overhead included
   bool done = false;
-  Time finish() const;       // the last rank's finish
-  double mean_us() const;    // mean over ranks of (finish - start)
+  Time finish() const;     // the last rank's finish
+  double mean_us() const;  // mean over ranks of (finish - start)
 };
 
 class CollectiveListener {
@@ -112,8 +112,7 @@ class CollectiveListener {
 
 class CollectiveEngine final : public CompletionListener {
  public:
-  CollectiveEngine(Simulation& sim, TransferPort& port, const GpuSpec& gpu,
-                   const NcclConfig& cfg);
+  CollectiveEngine(Simulation& sim, TransferPort& port, const GpuSpec& gpu, const NcclConfig& cfg);
   CollectiveEngine(const CollectiveEngine&) = delete;
   CollectiveEngine& operator=(const CollectiveEngine&) = delete;
 

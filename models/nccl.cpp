@@ -16,9 +16,9 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-constexpr std::array<CollOp, 7> kOps{CollOp::kAllReduce, CollOp::kAllGather,
-                                     CollOp::kReduceScatter, CollOp::kBroadcast,
-                                     CollOp::kReduce, CollOp::kAllToAll, CollOp::kSendRecv};
+constexpr std::array<CollOp, 7> kOps{CollOp::kAllReduce, CollOp::kAllGather, CollOp::kReduceScatter,
+                                     CollOp::kBroadcast, CollOp::kReduce,    CollOp::kAllToAll,
+                                     CollOp::kSendRecv};
 
 constexpr std::array<DataType, 12> kTypes{{{"int8", 1},
                                            {"uint8", 1},
@@ -37,24 +37,36 @@ constexpr std::array<DataType, 12> kTypes{{{"int8", 1},
 
 std::string_view to_string(CollOp op) {
   switch (op) {
-    case CollOp::kAllReduce: return "AllReduce";
-    case CollOp::kAllGather: return "AllGather";
-    case CollOp::kReduceScatter: return "ReduceScatter";
-    case CollOp::kBroadcast: return "Broadcast";
-    case CollOp::kReduce: return "Reduce";
-    case CollOp::kAllToAll: return "AllToAll";
-    case CollOp::kSendRecv: return "SendRecv";
+    case CollOp::kAllReduce:
+      return "AllReduce";
+    case CollOp::kAllGather:
+      return "AllGather";
+    case CollOp::kReduceScatter:
+      return "ReduceScatter";
+    case CollOp::kBroadcast:
+      return "Broadcast";
+    case CollOp::kReduce:
+      return "Reduce";
+    case CollOp::kAllToAll:
+      return "AllToAll";
+    case CollOp::kSendRecv:
+      return "SendRecv";
   }
   return "?";
 }
 
-std::string_view to_string(Algo a) { return a == Algo::kRing ? "Ring" : "Tree"; }
+std::string_view to_string(Algo a) {
+  return a == Algo::kRing ? "Ring" : "Tree";
+}
 
 std::string_view to_string(Proto p) {
   switch (p) {
-    case Proto::kLL: return "LL";
-    case Proto::kLL128: return "LL128";
-    case Proto::kSimple: return "Simple";
+    case Proto::kLL:
+      return "LL";
+    case Proto::kLL128:
+      return "LL128";
+    case Proto::kSimple:
+      return "Simple";
   }
   return "?";
 }
@@ -76,13 +88,20 @@ std::optional<Proto> parse_proto(std::string_view s) {
 
 std::string perf_binary(CollOp op) {
   switch (op) {
-    case CollOp::kAllReduce: return "all_reduce_perf";
-    case CollOp::kAllGather: return "all_gather_perf";
-    case CollOp::kReduceScatter: return "reduce_scatter_perf";
-    case CollOp::kBroadcast: return "broadcast_perf";
-    case CollOp::kReduce: return "reduce_perf";
-    case CollOp::kAllToAll: return "alltoall_perf";
-    case CollOp::kSendRecv: return "sendrecv_perf";
+    case CollOp::kAllReduce:
+      return "all_reduce_perf";
+    case CollOp::kAllGather:
+      return "all_gather_perf";
+    case CollOp::kReduceScatter:
+      return "reduce_scatter_perf";
+    case CollOp::kBroadcast:
+      return "broadcast_perf";
+    case CollOp::kReduce:
+      return "reduce_perf";
+    case CollOp::kAllToAll:
+      return "alltoall_perf";
+    case CollOp::kSendRecv:
+      return "sendrecv_perf";
   }
   return "?";
 }
@@ -144,8 +163,8 @@ TestCounts test_counts(CollOp op, std::uint64_t requested, int type_size, int nr
   t.size_column = std::max(send, recv) * ts;
   t.count_column = param;
   // *GetBw: AllGather, ReduceScatter and AllToAll divide count x n x size; the rest count x size.
-  const bool per_rank = op == CollOp::kAllGather || op == CollOp::kReduceScatter ||
-                        op == CollOp::kAllToAll;
+  const bool per_rank =
+      op == CollOp::kAllGather || op == CollOp::kReduceScatter || op == CollOp::kAllToAll;
   t.bytes = (per_rank ? param * n : param) * ts;
   return t;
 }
@@ -153,11 +172,14 @@ TestCounts test_counts(CollOp op, std::uint64_t requested, int type_size, int nr
 double bus_factor(CollOp op, int nranks) {
   const double n = nranks;
   switch (op) {
-    case CollOp::kAllReduce: return 2 * (n - 1) / n;
+    case CollOp::kAllReduce:
+      return 2 * (n - 1) / n;
     case CollOp::kAllGather:
     case CollOp::kReduceScatter:
-    case CollOp::kAllToAll: return (n - 1) / n;
-    default: return 1;
+    case CollOp::kAllToAll:
+      return (n - 1) / n;
+    default:
+      return 1;
   }
 }
 
@@ -184,9 +206,13 @@ GpuSpec gpu_preset(std::string_view name) {
       fmt::format("unknown GPU '{}' (known: {})", name, fmt::join(gpu_preset_names(), ", ")));
 }
 
-std::vector<std::string> gpu_preset_names() { return {"a100", "h100", "h200"}; }
+std::vector<std::string> gpu_preset_names() {
+  return {"a100", "h100", "h200"};
+}
 
-GpuSpec gpu_for_sm(int sm_version) { return gpu_preset(sm_version >= 90 ? "h100" : "a100"); }
+GpuSpec gpu_for_sm(int sm_version) {
+  return gpu_preset(sm_version >= 90 ? "h100" : "a100");
+}
 
 double compute_slowdown(const GpuSpec& gpu, int channels, Bandwidth traffic, bool memory_bound) {
   if (memory_bound) {
@@ -199,14 +225,14 @@ double compute_slowdown(const GpuSpec& gpu, int channels, Bandwidth traffic, boo
 
 StepSizing step_sizing(CollOp op, Algo algo, Proto proto, const NcclConfig& cfg) {
   constexpr int kSteps = 8;  // NCCL_STEPS
-  const bool bulk = op == CollOp::kAllReduce || op == CollOp::kAllGather ||
-                    op == CollOp::kReduceScatter;
+  const bool bulk =
+      op == CollOp::kAllReduce || op == CollOp::kAllGather || op == CollOp::kReduceScatter;
   const int chunk_steps = bulk ? kSteps / 2 : 1;
   const int slice_steps = bulk ? kSteps / 4 : 1;
   StepSizing s;
-  const Bytes buff = proto == Proto::kSimple  ? cfg.buffsize
-                     : proto == Proto::kLL    ? cfg.ll_buffsize
-                                              : cfg.ll128_buffsize;
+  const Bytes buff = proto == Proto::kSimple ? cfg.buffsize
+                     : proto == Proto::kLL   ? cfg.ll_buffsize
+                                             : cfg.ll128_buffsize;
   s.step = Bytes(std::max<Bytes::rep>(1, buff.count() / kSteps));
   if (proto == Proto::kSimple && algo == Algo::kRing) {
     s.chunk = s.step * chunk_steps;
@@ -224,9 +250,9 @@ StepSizing step_sizing(CollOp op, Algo algo, Proto proto, const NcclConfig& cfg)
 }
 
 int channels_for_size(int channels, Proto proto, std::uint64_t bytes) {
-  const std::uint64_t per_channel = proto == Proto::kSimple  ? 64 * 512
-                                    : proto == Proto::kLL    ? 8 * 512
-                                                             : 8 * 640;
+  const std::uint64_t per_channel = proto == Proto::kSimple ? 64 * 512
+                                    : proto == Proto::kLL   ? 8 * 512
+                                                            : 8 * 640;
   int nc = std::max(1, channels);
   while (nc > 1 && bytes < static_cast<std::uint64_t>(nc) * per_channel) --nc;
   return nc;
@@ -243,8 +269,7 @@ double tuner_time_us(const TunerInput& in, Algo algo, Proto proto, const NcclCon
   const int nodes_idx = in.nnodes <= 1 ? 0 : in.nnodes == 2 ? 1 : 2;
   const double ll_max[3] = {hopper ? 141.0 : 87.7, hopper ? 45.0 : 22.5, hopper ? 35.0 : 19.0};
   const double ring_ll128_per_ch = hopper ? 36.7 : 20.0;
-  const double tree_per_ch[3] = {hopper ? 38.7 : 24.0, hopper ? 41.4 : 23.6,
-                                 hopper ? 36.0 : 17.8};
+  const double tree_per_ch[3] = {hopper ? 38.7 : 24.0, hopper ? 41.4 : 23.6, hopper ? 36.0 : 17.8};
   if (algo == Algo::kTree && in.op != CollOp::kAllReduce) return HUGE_VAL;
   if (algo == Algo::kTree && in.nnodes <= 1) return HUGE_VAL;  // NCCL's tree spans nodes
   if (proto == Proto::kLL128 && !cfg.ll128_enabled) return HUGE_VAL;
@@ -278,8 +303,7 @@ double tuner_time_us(const TunerInput& in, Algo algo, Proto proto, const NcclCon
       lat *= 1.4;
   } else {
     const int ppn = std::max(1, n / std::max(1, in.nnodes));
-    lat = kBaseLat[a][p] +
-          2 * ((ppn - 1) * intra + std::log2(std::max(1, in.nnodes)) * inter);
+    lat = kBaseLat[a][p] + 2 * ((ppn - 1) * intra + std::log2(std::max(1, in.nnodes)) * inter);
   }
   if (alg <= 0) return HUGE_VAL;
   return lat + static_cast<double>(in.bytes) / (1000.0 * alg);

@@ -24,8 +24,16 @@
 
 namespace fabricsim {
 
-enum class CollOp { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll, kSendRecv };
-enum class Algo { kTree, kRing };     // NCCL's ids 0 and 1; NVLS/CollNet/PAT are not modelled
+enum class CollOp {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kSendRecv
+};
+enum class Algo { kTree, kRing };           // NCCL's ids 0 and 1; NVLS/CollNet/PAT are not modelled
 enum class Proto { kLL, kLL128, kSimple };  // NCCL's ids 0, 1, 2
 enum class LinkClass { kNvLink, kPcie, kNet };
 
@@ -84,9 +92,9 @@ double compute_slowdown(const GpuSpec& gpu, int channels, Bandwidth collective_h
 
 // The NCCL environment as users set it, plus the model's protocol timings.
 struct NcclConfig {
-  std::optional<Algo> algo;    // NCCL_ALGO; unset: the tuner chooses
-  std::optional<Proto> proto;  // NCCL_PROTO; unset: the tuner chooses
-  Bytes buffsize{4 << 20};     // NCCL_BUFFSIZE (Simple)
+  std::optional<Algo> algo;       // NCCL_ALGO; unset: the tuner chooses
+  std::optional<Proto> proto;     // NCCL_PROTO; unset: the tuner chooses
+  Bytes buffsize{4 << 20};        // NCCL_BUFFSIZE (Simple)
   Bytes ll_buffsize{512 << 10};   // NCCL_LL_BUFFSIZE default: 8 lines x 512 thr x 8 steps x 16 B
   Bytes ll128_buffsize{4915200};  // NCCL_LL128_BUFFSIZE default: 120 x 640 x 8 x 8 B
   int min_channels = 0;           // NCCL_MIN_NCHANNELS (0: NCCL's choice)
@@ -112,9 +120,9 @@ struct NcclConfig {
 // Bytes per step, chunk and slice for one operation (the sizing rules above).
 struct StepSizing {
   Bytes step{};
-  Bytes chunk{};  // data bytes per chunk
-  Bytes slice{};  // data bytes per slice
-  int credits = 0;       // slices a sender may have outstanding on a connection
+  Bytes chunk{};           // data bytes per chunk
+  Bytes slice{};           // data bytes per slice
+  int credits = 0;         // slices a sender may have outstanding on a connection
   double wire_factor = 1;  // bytes on the wire per data byte (LL 2, LL128 128/120)
 };
 StepSizing step_sizing(CollOp op, Algo algo, Proto proto, const NcclConfig& cfg);

@@ -184,3 +184,138 @@ TEST(Cli, AServerWrittenOutInTomlGivesItsMatrix) {
             "fabricsim: error: --set 'server.gpu_pcie_switch=[0, 5]': server.gpu_pcie_switch: "
             "expected integers between -1 and 1, got an integer 5 in it\n");
 }
+
+namespace {
+
+// A parser written from nccl-tests' printf formats (src/util.cu): data rows are
+// "%12li  %12li  %8s  %6s  %6s" then twice "  %7s  %6s  %6s  %6s" (time, algbw, busbw,
+// #wrong or N/A); the footer carries "# Avg bus bandwidth    : %g".
+struct PerfRow {
+  std::uint64_t size, count;
+  std::string type, redop;
+  int root;
+  double time[2], algbw[2], busbw[2];
+};
+struct PerfOutput {
+  std::vector<PerfRow> rows;
+  double avg_busbw = -1;
+  std::vector<std::string> comments;
+};
+
+PerfOutput parse_perf(const std::string& text) {
+  PerfOutput out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      out.comments.push_back(line);
+      const auto at = line.find("Avg bus bandwidth    : ");
+      if (at != std::string::npos) out.avg_busbw = std::stod(line.substr(at + 23));
+      continue;
+    }
+    PerfRow r{};
+    std::istringstream f(line);
+    std::string wrong[2];
+    f >> r.size >> r.count >> r.type >> r.redop >> r.root >> r.time[0] >> r.algbw[0] >>
+        r.busbw[0] >> wrong[0] >> r.time[1] >> r.algbw[1] >> r.busbw[1] >> wrong[1];
+    EXPECT_FALSE(f.fail()) << "unparsable row: " << line;
+    EXPECT_EQ(wrong[0], "N/A");
+    EXPECT_EQ(line.size(),
+              12u + 2 + 12 + 2 + 8 + 2 + 6 + 2 + 6 + 2 * (2 + 7 + 2 + 6 + 2 + 6 + 2 + 5))
+        << "row width differs from nccl-tests': " << line;
+    out.rows.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(NcclTests, OutputHasNcclTestsFormatAndDefinitions) {
+  const Outcome o = cli({"nccl-tests", "all_reduce_perf", "-b", "8", "-e", "1M", "-f", "4",
+                         "--scenario", kSource + "/tests/data/nccl_star.toml"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  // Header lines exactly as nccl-tests prints them.
+  EXPECT_NE(o.out.find("# Collective test starting: all_reduce_perf\n"), std::string::npos);
+  EXPECT_NE(o.out.find("# nThread 1 nGpus 1 minBytes 8 maxBytes 1048576 step: 4(factor) warmup "
+                       "iters: 1 iters: 20 agg iters: 1 validation: 0 graph: 0 unalign: 0\n"),
+            std::string::npos);
+  EXPECT_NE(o.out.find("#                                                              "
+                       "out-of-place                       in-place          \n"
+                       "#       size         count      type   redop    root     time   algbw   "
+                       "busbw  #wrong     time   algbw   busbw  #wrong \n"
+                       "#        (B)    (elements)                               (us)  (GB/s)  "
+                       "(GB/s)             (us)  (GB/s)  (GB/s)         \n"),
+            std::string::npos);
+  EXPECT_NE(o.out.find("#  Rank  3 Group  0 Pid   1003 on    server3 device  0 [0000:07:00] "),
+            std::string::npos);
+  EXPECT_NE(o.out.find("# Out of bounds values : 0 OK\n"), std::string::npos);
+  EXPECT_NE(o.out.find("# Collective test concluded: all_reduce_perf\n"), std::string::npos);
+  const PerfOutput p = parse_perf(o.out);
+  ASSERT_EQ(p.rows.size(), 9u);  // 8, 32, ..., 1M
+  double sum = 0;
+  for (std::size_t i = 0; i < p.rows.size(); ++i) {
+    const PerfRow& r = p.rows[i];
+    EXPECT_EQ(r.size, 8u << (2 * i));
+    EXPECT_EQ(r.count, r.size / 4);
+    EXPECT_EQ(r.type, "float");
+    EXPECT_EQ(r.redop, "sum");
+    EXPECT_EQ(r.root, -1);
+    for (int k = 0; k < 2; ++k) {
+      // Printed with two decimals: compare within the rounding of what was printed.
+      EXPECT_NEAR(r.algbw[k], static_cast<double>(r.size) / 1e3 / r.time[k],
+                  0.006 + 1e-3 * r.algbw[k]);
+      EXPECT_NEAR(r.busbw[k], r.algbw[k] * 2 * 3 / 4, 0.011 + 1e-3 * r.busbw[k]);
+      sum += r.busbw[k];
+    }
+    if (i > 0) {
+      EXPECT_GT(r.time[0], p.rows[i - 1].time[0]);
+    }
+  }
+  EXPECT_NEAR(p.avg_busbw, sum / (2.0 * static_cast<double>(p.rows.size())), 0.01);
+  // What the model chose, as comment lines.
+  EXPECT_NE(o.out.find("# fabricsim:            8 B AllReduce "), std::string::npos);
+}
+
+TEST(NcclTests, EveryBinaryRunsAndSameSeedGivesIdenticalOutput) {
+  for (const std::string binary :
+       {"all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "broadcast_perf",
+        "reduce_perf", "alltoall_perf", "sendrecv_perf"}) {
+    const std::vector<std::string> args{
+        "nccl-tests", binary, "-b", "1K",         "-e",
+        "256K",       "-f",   "16", "--scenario", kSource + "/tests/data/nccl_star.toml"};
+    const Outcome a = cli(args), b = cli(args);
+    ASSERT_EQ(a.code, 0) << binary << ": " << a.err;
+    EXPECT_EQ(a.out, b.out) << binary;
+    const PerfOutput p = parse_perf(a.out);
+    EXPECT_EQ(p.rows.size(), 3u) << binary;
+    for (const PerfRow& r : p.rows) EXPECT_GT(r.time[0], 0) << binary;
+  }
+  const std::string dir = temp_dir("ncclj").string();
+  std::filesystem::create_directories(dir);
+  const Outcome j = cli({"nccl-tests", "reduce_perf", "-b", "64K", "-e", "64K", "-r", "2", "--json",
+                         dir + "/r.json", "--csv", dir + "/r.csv", "--scenario",
+                         kSource + "/tests/data/nccl_star.toml"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_NE(j.out.find("   65536         16384     float     sum       2"), std::string::npos)
+      << j.out;
+  EXPECT_NE(read(dir + "/r.json").find("\"busbw_gbps\""), std::string::npos);
+  EXPECT_EQ(read(dir + "/r.csv").rfind("size,count,algorithm,protocol,channels,", 0), 0u);
+}
+
+TEST(NcclTests, BadArgumentsExitTwoWithAMessage) {
+  const std::string s = kSource + "/tests/data/nccl_star.toml";
+  EXPECT_EQ(cli({"nccl-tests", "all_reduce", "--scenario", s}).code, 2);
+  const Outcome size = cli({"nccl-tests", "all_reduce_perf", "-b", "8X", "--scenario", s});
+  EXPECT_EQ(size.code, 2);
+  EXPECT_NE(size.err.find("'8X' is not a size"), std::string::npos);
+  const Outcome type = cli({"nccl-tests", "all_reduce_perf", "-d", "float7", "--scenario", s});
+  EXPECT_EQ(type.code, 2);
+  EXPECT_NE(type.err.find("unknown data type 'float7'"), std::string::npos);
+  const Outcome gpus = cli({"nccl-tests", "all_reduce_perf", "-g", "3", "--scenario", s});
+  EXPECT_EQ(gpus.code, 2);
+  EXPECT_NE(gpus.err.find("do not fit"), std::string::npos) << gpus.err;
+  const Outcome traffic = cli({"run", s});
+  EXPECT_EQ(traffic.code, 2);
+  EXPECT_NE(traffic.err.find("no [traffic]"), std::string::npos) << traffic.err;
+}

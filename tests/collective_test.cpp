@@ -23,8 +23,8 @@ struct Ideal {
   PacketNetwork net;
   CollectiveEngine engine;
   std::uint32_t comm;
-  Ideal(int hosts, Bytes mtu, int channels, NcclConfig cfg = free_nccl(),
-        GpuSpec gpu = free_gpu(), Bandwidth rate = 100_Gbps)
+  Ideal(int hosts, Bytes mtu, int channels, NcclConfig cfg = free_nccl(), GpuSpec gpu = free_gpu(),
+        Bandwidth rate = 100_Gbps)
       : topo(build_cluster({.servers = 0,
                             .hosts = hosts,
                             .server = {},
@@ -58,8 +58,8 @@ struct Ideal {
   }
   // Runs one collective and returns its time in microseconds (mean over ranks).
   double run(CollOp op, std::uint64_t bytes, Algo algo, Proto proto) {
-    const auto id = engine.launch(comm, {.op = op, .bytes = bytes, .algo = algo, .proto = proto},
-                                  sim.now());
+    const auto id =
+        engine.launch(comm, {.op = op, .bytes = bytes, .algo = algo, .proto = proto}, sim.now());
     sim.run();
     EXPECT_TRUE(engine.result(id).done);
     return engine.result(id).mean_us();
@@ -85,7 +85,8 @@ SliceTimes slice_times(double m, double mtu) {
 // after it started), so steps start every D = max(s tau, tau + delta); the loop ends when the
 // last slice of the last send step arrives; loops run back to back.
 double ring_closed_form_us(CollOp op, double bytes, int n, double mtu) {
-  const double chunk = 2 << 20, slice = 1 << 20;  // Simple, 4 MiB buffer: 2 MiB chunks, 1 MiB slices
+  const double chunk = 2 << 20,
+               slice = 1 << 20;  // Simple, 4 MiB buffer: 2 MiB chunks, 1 MiB slices
   const int steps = op == CollOp::kAllReduce ? 2 * (n - 1) : n - 1;
   double total = 0;
   for (double offset = 0; offset < bytes;) {
@@ -123,7 +124,8 @@ TEST(Collectives, TreeMatchesItsClosedFormsInTheLatencyAndBandwidthRegimes) {
   {
     Ideal f(4, 1_MiB + 82_B, 1);
     const auto id = f.engine.launch(
-        f.comm, {.op = CollOp::kAllReduce, .bytes = 8, .algo = Algo::kTree, .proto = Proto::kSimple},
+        f.comm,
+        {.op = CollOp::kAllReduce, .bytes = 8, .algo = Algo::kTree, .proto = Proto::kSimple},
         Time::zero());
     f.sim.run();
     const auto [tau, delta] = slice_times(8, (1 << 20) + 82);
@@ -184,4 +186,144 @@ TEST(Collectives, BufferSizeAndChannelsChangeLargeMessageTimeAsTheStepStructureI
   const double one = with_channels(1), two = with_channels(2), four = with_channels(4);
   EXPECT_NEAR(one / two, 2.0, 0.2) << one << " us vs " << two << " us";
   EXPECT_LT(four, two * 0.9);
+}
+
+TEST(Collectives, BusBandwidthFollowsNcclTestsDefinitions) {
+  // nccl-tests: algbw = S / t; busbw = algbw x 2(n-1)/n (AllReduce), (n-1)/n (AllGather,
+  // ReduceScatter, AllToAll, with S = count x n x size), 1 (Broadcast, Reduce, SendRecv).
+  const int n = 8;
+  const std::uint64_t requested = 1 << 30;  // -b/-e value, bytes
+  const double t_us = 10'000;
+  struct Case {
+    CollOp op;
+    std::uint64_t size, count, bytes;
+    double factor;
+  };
+  const Case cases[] = {
+      {CollOp::kAllReduce, requested, requested / 4, requested, 2.0 * 7 / 8},
+      {CollOp::kAllGather, requested, requested / 4 / n, requested, 7.0 / 8},
+      {CollOp::kReduceScatter, requested, requested / 4 / n, requested, 7.0 / 8},
+      {CollOp::kAllToAll, requested, requested / 4 / n, requested, 7.0 / 8},
+      {CollOp::kBroadcast, requested, requested / 4, requested, 1},
+      {CollOp::kReduce, requested, requested / 4, requested, 1},
+      {CollOp::kSendRecv, requested, requested / 4, requested, 1},
+  };
+  for (const Case& c : cases) {
+    const TestCounts counts = test_counts(c.op, requested, 4, n);
+    EXPECT_EQ(counts.size_column, c.size) << to_string(c.op);
+    EXPECT_EQ(counts.count_column, c.count) << to_string(c.op);
+    EXPECT_EQ(counts.bytes, c.bytes) << to_string(c.op);
+    EXPECT_DOUBLE_EQ(algbw_gbps(counts.bytes, t_us), 1073741824.0 / 1e9 / 1e-2);
+    EXPECT_DOUBLE_EQ(bus_factor(c.op, n), c.factor) << to_string(c.op);
+  }
+  // A size that does not divide: nccl-tests rounds the per-rank count down.
+  const TestCounts odd = test_counts(CollOp::kAllGather, 1000, 4, 8);
+  EXPECT_EQ(odd.count_column, 31u);         // 250 elements / 8 ranks
+  EXPECT_EQ(odd.size_column, 31u * 8 * 4);  // what every rank receives
+}
+
+namespace {
+
+// 4 x DGX A100 on two leaves (servers 0, 1 under leaf 0; 2, 3 under leaf 1) and one spine.
+struct Dgx4 {
+  Topology topo;
+  Routing routing;
+  Dgx4()
+      : topo(build_cluster({.servers = 4,
+                            .hosts = 0,
+                            .server = server_preset("dgx-a100"),
+                            .fabric = {.kind = FabricKind::kLeafSpine,
+                                       .switch_ports = 32,
+                                       .link_rate = 100_Gbps,
+                                       .hosts_per_leaf = 16,
+                                       .spines = 1,
+                                       .oversubscription = 1}})),
+        routing(Routing::compute(topo, 1)) {}
+  int nic_index(std::uint32_t endpoint) const {
+    return topo.graph()[topo.endpoints()[endpoint]].index;
+  }
+};
+
+}  // namespace
+
+TEST(Collectives, RingsCrossEachServerBoundaryOnceOnOneRail) {
+  const Dgx4 c;
+  const CommLayout l = build_communicator(c.topo, c.routing, {});
+  ASSERT_EQ(l.ranks.size(), 32u);
+  EXPECT_EQ(l.channels.size(), 16u);  // two per NIC
+  for (std::size_t ch = 0; ch < l.channels.size(); ++ch) {
+    const CommChannel& k = l.channels[ch];
+    int crossings = 0;
+    for (std::size_t i = 0; i < k.ring.size(); ++i) {
+      const auto a = k.ring[i], b = k.ring[(i + 1) % k.ring.size()];
+      if (l.ranks[a].server == l.ranks[b].server) continue;
+      ++crossings;
+      // Out of one server and into the next through the same NIC index: one rail.
+      EXPECT_EQ(c.nic_index(k.nic[a]), static_cast<int>(ch % 8)) << "channel " << ch;
+      EXPECT_EQ(c.nic_index(k.nic[b]), static_cast<int>(ch % 8)) << "channel " << ch;
+      // The ring enters at the GPU nearest that NIC (GPU i sits with NIC i on a DGX A100).
+      EXPECT_EQ(l.ranks[b].gpu % 8, ch % 8) << "channel " << ch;
+    }
+    EXPECT_EQ(crossings, 4) << "channel " << ch;
+  }
+}
+
+TEST(Collectives, DoubleBinaryTreeMatchesNccl) {
+  // ncclGetBtree for 4 ranks: 0 <- 2 <- {1, 3}; the second tree mirrors it: 3 <- 1 <- {2, 0}.
+  EXPECT_EQ(nccl_btree(4, 0).down1, 2);
+  EXPECT_EQ(nccl_btree(4, 2).up, 0);
+  EXPECT_EQ(nccl_btree(4, 2).down0, 1);
+  EXPECT_EQ(nccl_btree(4, 2).down1, 3);
+  EXPECT_EQ(nccl_btree(4, 1).up, 2);
+  EXPECT_EQ(nccl_dtree(4, 3).up, -1);
+  EXPECT_EQ(nccl_dtree(4, 1).up, 3);
+  EXPECT_EQ(nccl_dtree(4, 0).up, 1);
+  // Every rank is a leaf in one tree at most once: inner in one, leaf in the other (even n).
+  for (int n : {2, 4, 8, 16, 6}) {
+    for (int r = 0; r < n; ++r) {
+      const auto a = nccl_btree(n, r), b = nccl_dtree(n, r);
+      const bool leaf_a = a.down0 < 0 && a.down1 < 0, leaf_b = b.down0 < 0 && b.down1 < 0;
+      EXPECT_FALSE(!leaf_a && !leaf_b && n > 2) << n << " " << r;
+    }
+  }
+}
+
+TEST(Collectives, LeafOrderedRingsHalveTheSpineTrafficOfAnAlternatingHostfile) {
+  // The case study's fix 3: a hostfile alternating leaves (0, 2, 1, 3) makes every ring
+  // cross the spine 4 times; the leaf order (0, 1, 2, 3) twice. The spine's port counters show
+  // it.
+  const auto spine_bytes = [](const std::string& order, std::vector<int> list) {
+    Dgx4 c;
+    Simulation sim(1);
+    NetworkParams p;
+    p.switch_latency = 300_ns;
+    p.buffer.buffer = 64_MiB;
+    p.buffer.pfc = true;
+    p.nic.format = {.mtu = 4_KiB, .header = 82_B};
+    p.host_side = true;
+    PacketNetwork net(sim, c.topo, c.routing, p);
+    NcclConfig cfg;
+    CollectiveEngine engine(sim, net, gpu_preset("a100"), cfg);
+    CommunicatorOptions o;
+    o.server_order = order;
+    o.server_list = std::move(list);
+    const auto comm = engine.add_communicator(build_communicator(c.topo, c.routing, o));
+    const auto id = engine.launch(
+        comm,
+        {.op = CollOp::kAllReduce, .bytes = 8 << 20, .algo = Algo::kRing, .proto = Proto::kSimple},
+        Time::zero());
+    sim.run();
+    EXPECT_TRUE(engine.result(id).done);
+    std::uint64_t bytes = 0;
+    for (std::size_t s = 0; s < net.switch_count(); ++s) {
+      if (c.topo.graph()[c.routing.switch_vertex(s)].tier != 2) continue;
+      for (std::size_t i = 0; i < net.network_switch(s).port_count(); ++i)
+        bytes += net.network_switch(s).port(i).tx_bytes();
+    }
+    return static_cast<double>(bytes);
+  };
+  const double alternating = spine_bytes("list", {0, 2, 1, 3});
+  const double leaf = spine_bytes("leaf", {});
+  EXPECT_GT(leaf, 0);
+  EXPECT_NEAR(alternating / leaf, 2.0, 0.05);
 }

@@ -111,8 +111,8 @@ TEST(Scenario, MissingFilesAndExtendsCyclesAreErrors) {
 }
 
 TEST(Scenario, MissingRequiredKeysAreNamed) {
-  const auto errors = errors_of(
-      [] { load_scenario_text("[fabric]\nhosts = 2\n[traffic]\n", "mem.toml"); });
+  const auto errors =
+      errors_of([] { load_scenario_text("[fabric]\nhosts = 2\n[traffic]\n", "mem.toml"); });
   EXPECT_EQ(errors, (std::vector<std::string>{
                         "mem.toml:1:1: missing required key 'fabric.link_rate' (written with its "
                         "unit, e.g. \"100Gbps\")",
@@ -151,4 +151,32 @@ TEST(Scenario, RegressionInputsGiveCleanErrorsOrValidScenarios) {
     }
   }
   EXPECT_GE(files, 3);
+}
+
+TEST(Scenario, NcclTableSetsTheEnvironmentAndATopologyFileMakesRingsLeafAware) {
+  const std::string base = "[fabric]\nhosts = 4\nlink_rate = \"100Gbps\"\n";
+  const Scenario plain = load_scenario_text(base, "n.toml");
+  EXPECT_EQ(plain.nccl.server_order, "hostfile");
+  EXPECT_FALSE(plain.nccl.algo.has_value());
+  EXPECT_EQ(plain.nccl.buffsize, Bytes(4 << 20));
+  const Scenario s = load_scenario_text(
+      base +
+          "[nccl]\nNCCL_ALGO = \"Tree\"\nNCCL_PROTO = \"LL128\"\nNCCL_BUFFSIZE = 1048576\n"
+          "NCCL_IB_TIMEOUT = 22\nNCCL_NET_GDR_LEVEL = \"LOC\"\nNCCL_TOPO_FILE = \"" +
+          std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/topo/dgx-h100-nccl-topo.xml\"\n",
+      "n.toml");
+  EXPECT_EQ(s.nccl.algo, Algo::kTree);
+  EXPECT_EQ(s.nccl.proto, Proto::kLL128);
+  EXPECT_EQ(s.nccl.buffsize, Bytes(1 << 20));
+  EXPECT_EQ(s.network.nic.ib_timeout, 22);
+  EXPECT_FALSE(s.network.host.gpudirect);
+  EXPECT_EQ(s.nccl.server_order, "leaf");
+  const auto errors = errors_of([&] {
+    load_scenario_text(base + "[nccl]\nNCCL_PROTO = \"LL64\"\nNCCL_TOPO_FILE = \"" +
+                           std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/topo/truncated.txt\"\n",
+                       "n.toml");
+  });
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("NCCL_PROTO"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("NCCL_TOPO_FILE"), std::string::npos) << errors[1];
 }

@@ -72,19 +72,20 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
     if (g[*v].kind == NodeKind::kGpu) gpus[{g[*v].server, g[*v].index}] = *v;
   for (std::size_t e = 0; e < topo.endpoints().size(); ++e) {
     const NodeInfo& n = g[topo.endpoints()[e]];
-    server_nics[gpus.empty() ? static_cast<int>(e) : n.server].push_back(static_cast<std::uint32_t>(e));
+    server_nics[gpus.empty() ? static_cast<int>(e) : n.server].push_back(
+        static_cast<std::uint32_t>(e));
   }
   for (auto& [s, nics] : server_nics)
     std::sort(nics.begin(), nics.end(), [&](std::uint32_t a, std::uint32_t b) {
       return g[topo.endpoints()[a]].index < g[topo.endpoints()[b]].index;
     });
-  const int total = gpus.empty() ? static_cast<int>(topo.endpoints().size())
-                                 : static_cast<int>(gpus.size());
+  const int total =
+      gpus.empty() ? static_cast<int>(topo.endpoints().size()) : static_cast<int>(gpus.size());
   const int count = opt.ranks > 0 ? opt.ranks : total - opt.first_rank;
   if (opt.first_rank < 0 || count < 1 || opt.first_rank + count > total)
-    throw std::invalid_argument(fmt::format(
-        "a communicator of {} ranks from rank {} does not fit the cluster's {} {}", count,
-        opt.first_rank, total, gpus.empty() ? "endpoints" : "GPUs"));
+    throw std::invalid_argument(
+        fmt::format("a communicator of {} ranks from rank {} does not fit the cluster's {} {}",
+                    count, opt.first_rank, total, gpus.empty() ? "endpoints" : "GPUs"));
 
   // Ranks, and per rank its PCIe distance to each NIC of its server.
   std::vector<Vertex> rank_vertex;
@@ -97,11 +98,17 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
         std::map<std::uint32_t, int> d;
         for (std::uint32_t e : server_nics[key.first])
           d[e] = dist.contains(topo.endpoints()[e]) ? dist.at(topo.endpoints()[e]) : 1 << 20;
-        std::uint32_t nearest = server_nics[key.first].front();
+        // Nearest NIC; on a tie the one paired with the GPU by index (GPU i with NIC
+        // i x NICs / GPUs, as the host model pairs them).
+        const auto& snics = server_nics[key.first];
+        const std::size_t gpus_here = static_cast<std::size_t>(std::count_if(
+            gpus.begin(), gpus.end(), [&](const auto& kv) { return kv.first.first == key.first; }));
+        std::uint32_t nearest = snics[static_cast<std::size_t>(key.second) * snics.size() /
+                                      std::max<std::size_t>(1, gpus_here)];
         for (const auto& [e, hops] : d)
           if (hops < d[nearest]) nearest = e;
-        layout.ranks.push_back({static_cast<std::uint32_t>(key.first),
-                                static_cast<std::uint32_t>(ordinal), nearest});
+        layout.ranks.push_back(
+            {static_cast<std::uint32_t>(key.first), static_cast<std::uint32_t>(ordinal), nearest});
         rank_vertex.push_back(v);
         nic_distance.push_back(std::move(d));
       }
@@ -109,8 +116,8 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
     }
     if (gpus.empty())
       for (int e = opt.first_rank; e < opt.first_rank + count; ++e)
-        layout.ranks.push_back({static_cast<std::uint32_t>(e), Message::kPairedGpu,
-                                static_cast<std::uint32_t>(e)});
+        layout.ranks.push_back(
+            {static_cast<std::uint32_t>(e), Message::kPairedGpu, static_cast<std::uint32_t>(e)});
   }
 
   // Servers in ring order, each with its ranks in GPU index order.
@@ -136,8 +143,8 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
           fmt::join(opt.server_list, ", "), fmt::join(have, ", ")));
     servers = opt.server_list;
   } else if (opt.server_order != "hostfile") {
-    throw std::invalid_argument(fmt::format(
-        "server order '{}' is not one of hostfile, leaf, list", opt.server_order));
+    throw std::invalid_argument(
+        fmt::format("server order '{}' is not one of hostfile, leaf, list", opt.server_order));
   }
   layout.servers = static_cast<int>(servers.size());
 
@@ -145,7 +152,8 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
   double nvlink_gbs = 0;
   if (!rank_vertex.empty())
     for (auto [e, end] = boost::out_edges(rank_vertex.front(), g); e != end; ++e)
-      if (g[*e].kind == LinkKind::kNvLink) nvlink_gbs += static_cast<double>(g[*e].rate.bps()) / 8e9;
+      if (g[*e].kind == LinkKind::kNvLink)
+        nvlink_gbs += static_cast<double>(g[*e].rate.bps()) / 8e9;
   layout.intra_link = nvlink_gbs > 0 || gpus.empty() ? LinkClass::kNvLink : LinkClass::kPcie;
   const int nics = static_cast<int>(server_nics[servers.front()].size());
   int channels = 2 * nics;
@@ -181,10 +189,12 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
       } else {
         // Enter at the GPU nearest the channel's NIC, leave from the next nearest.
         std::vector<std::uint32_t> by_distance = members;
-        std::stable_sort(by_distance.begin(), by_distance.end(),
-                         [&](std::uint32_t a, std::uint32_t b) {
-                           return nic_distance[a].at(nic) < nic_distance[b].at(nic);
-                         });
+        // Nearest first; among equals the GPU whose own NIC this is.
+        std::stable_sort(
+            by_distance.begin(), by_distance.end(), [&](std::uint32_t a, std::uint32_t b) {
+              return std::make_pair(nic_distance[a].at(nic), layout.ranks[a].nic != nic) <
+                     std::make_pair(nic_distance[b].at(nic), layout.ranks[b].nic != nic);
+            });
         const std::uint32_t entry = by_distance[0], exit = by_distance[1];
         const auto at = std::find(members.begin(), members.end(), entry) - members.begin();
         order.push_back(entry);
@@ -213,10 +223,12 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
           ch.tree_down[head][slot++] =
               static_cast<std::int32_t>(chains[static_cast<std::size_t>(child)].front());
       ch.tree_up[head] =
-          t.up >= 0 ? static_cast<std::int32_t>(chains[static_cast<std::size_t>(t.up)].front()) : -1;
+          t.up >= 0 ? static_cast<std::int32_t>(chains[static_cast<std::size_t>(t.up)].front())
+                    : -1;
       for (std::size_t i = 1; i < chain.size(); ++i) {
         ch.tree_up[chain[i]] = static_cast<std::int32_t>(chain[i - 1]);
-        if (i + 1 < chain.size()) ch.tree_down[chain[i]][0] = static_cast<std::int32_t>(chain[i + 1]);
+        if (i + 1 < chain.size())
+          ch.tree_down[chain[i]][0] = static_cast<std::int32_t>(chain[i + 1]);
       }
     }
     layout.channels.push_back(std::move(ch));

@@ -27,8 +27,8 @@
 namespace fabricsim {
 
 struct CommunicatorOptions {
-  int ranks = 0;      // 0: every GPU (or endpoint)
-  int first_rank = 0;  // GPU ordinal of rank 0
+  int ranks = 0;                          // 0: every GPU (or endpoint)
+  int first_rank = 0;                     // GPU ordinal of rank 0
   std::string server_order = "hostfile";  // "hostfile", "leaf" or "list"
   std::vector<int> server_list;           // with "list": server indices in ring order
   double channel_gbs = 20;                // NCCL's per-channel NVLink bandwidth (GPU model)
