@@ -327,3 +327,15 @@ TEST(Collectives, LeafOrderedRingsHalveTheSpineTrafficOfAnAlternatingHostfile) {
   EXPECT_GT(leaf, 0);
   EXPECT_NEAR(alternating / leaf, 2.0, 0.05);
 }
+
+TEST(Collectives, OverlappingComputeLosesTheSmsAndBandwidthTheCollectiveTakes) {
+  const GpuSpec a100 = gpu_preset("a100");
+  // 16 channels take 16 of 108 SMs: a compute-bound kernel runs 108/92 = 1.174x longer.
+  EXPECT_NEAR(compute_slowdown(a100, 16, Bandwidth{}, false), 108.0 / 92, 1e-12);
+  // A collective streaming 3 x 100 GB/s through HBM leaves a memory-bound kernel 1739 of
+  // 2039 GB/s.
+  EXPECT_NEAR(compute_slowdown(a100, 16, Bandwidth::from_bps(300'000'000'000LL * 8), true),
+              2039.0 / 1739, 1e-9);
+  EXPECT_EQ(gpu_preset("h200").sms, 132);
+  EXPECT_THROW(gpu_preset("v100"), std::invalid_argument);
+}
