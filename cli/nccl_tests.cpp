@@ -87,6 +87,10 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
   const std::uint32_t comm =
       engine.add_communicator(build_communicator(cluster.topology, cluster.routing, options));
 
+  const bool rooted = args.op == CollOp::kBroadcast || args.op == CollOp::kReduce;
+  if (rooted && (args.root < 0 || args.root >= options.ranks))
+    throw std::invalid_argument(
+        fmt::format("root {} is not a rank (0 to {})", args.root, options.ranks - 1));
   NcclTestsResult result;
   result.nranks = options.ranks;
   const std::string device = scenario.cluster.servers > 0
@@ -160,7 +164,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
 std::string nccl_tests_text(const NcclTestsArgs& a, const NcclTestsResult& r) {
   std::string out;
   const auto line = [&](const std::string& s) { out += s + "\n"; };
-  line("# nccl-tests version 2.19.6 nccl-headers=23007 nccl-library=23007 (fabricsim model)");
+  line("# nccl-tests version 2.19.6 nccl-headers=23007 nccl-library=23007");
   line("# Collective test starting: " + a.binary);
   line(fmt::format(
       "# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} "
@@ -203,6 +207,7 @@ std::string nccl_tests_text(const NcclTestsArgs& a, const NcclTestsResult& r) {
   line("# Collective test concluded: " + a.binary);
   line("");
   // What the model chose, as comment lines a parser of nccl-tests output skips.
+  line("# fabricsim: simulated; #wrong is N/A because the model moves bytes, not values");
   for (const auto& row : r.rows)
     line(fmt::format("# fabricsim: {:>12} B {} {}/{} {} channels (NCCL tuner estimate {:.1f} us)",
                      row.size, to_string(a.op), to_string(row.algo), to_string(row.proto),

@@ -315,6 +315,9 @@ TEST(NcclTests, BadArgumentsExitTwoWithAMessage) {
   const Outcome gpus = cli({"nccl-tests", "all_reduce_perf", "-g", "3", "--scenario", s});
   EXPECT_EQ(gpus.code, 2);
   EXPECT_NE(gpus.err.find("do not fit"), std::string::npos) << gpus.err;
+  const Outcome root = cli({"nccl-tests", "broadcast_perf", "-r", "4", "--scenario", s});
+  EXPECT_EQ(root.code, 2);
+  EXPECT_NE(root.err.find("root 4 is not a rank (0 to 3)"), std::string::npos) << root.err;
   const Outcome traffic = cli({"run", s});
   EXPECT_EQ(traffic.code, 2);
   EXPECT_NE(traffic.err.find("no [traffic]"), std::string::npos) << traffic.err;
