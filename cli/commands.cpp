@@ -19,6 +19,7 @@ struct ScenarioArgs {
   std::string file;
   std::vector<std::string> overrides;
   std::optional<std::uint64_t> seed;
+  std::string fidelity;
 
   void add_to(CLI::App& cmd) {
     cmd.add_option("scenario", file, "Scenario file (TOML)")->required();
@@ -27,10 +28,13 @@ struct ScenarioArgs {
         ->expected(1)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     cmd.add_option("--seed", seed, "Random seed (overrides the scenario's 'seed')");
+    cmd.add_option("--fidelity", fidelity, "packet or flow (overrides the scenario's 'fidelity')")
+        ->check(CLI::IsMember({"packet", "flow"}));
   }
   Scenario load() const {
     LoadOptions options{.overrides = overrides};
     if (seed) options.overrides.push_back(fmt::format("seed={}", *seed));
+    if (!fidelity.empty()) options.overrides.push_back(fmt::format("fidelity=\"{}\"", fidelity));
     return load_scenario(file, options);
   }
 };
@@ -110,6 +114,7 @@ struct NcclTestsCli {
   NcclTestsArgs args;
   std::string scenario;
   std::vector<std::string> overrides;
+  std::string fidelity;
   std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
   std::string json, csv;
 };
@@ -128,6 +133,8 @@ void add_nccl_tests(CLI::App& app, NcclTestsCli& c) {
       ->take_last()
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--fidelity", c.fidelity, "packet or flow (overrides the scenario's 'fidelity')")
+      ->check(CLI::IsMember({"packet", "flow"}));
   cmd->add_option("-b,--minbytes", c.min_bytes, "Smallest size (8, 64K, 1M, 8G)");
   cmd->add_option("-e,--maxbytes", c.max_bytes, "Largest size");
   cmd->add_option("-f,--stepfactor", c.args.step_factor, "Multiply the size by this per step");
@@ -176,7 +183,9 @@ int run_nccl_tests_command(NcclTestsCli& c, std::ostream& out, std::ostream& err
     err << "fabricsim: error: -e (maxbytes) is below -b (minbytes)\n";
     return kExitUsage;
   }
-  const Scenario s = load_scenario(c.scenario, {.overrides = c.overrides});
+  LoadOptions options{.overrides = c.overrides};
+  if (!c.fidelity.empty()) options.overrides.push_back(fmt::format("fidelity=\"{}\"", c.fidelity));
+  const Scenario s = load_scenario(c.scenario, options);
   const BuiltCluster cluster(s);
   const NcclTestsResult r = run_nccl_tests(s, cluster, a);
   const auto emit = [&](const std::string& target, const std::string& text) {

@@ -38,11 +38,86 @@ BuiltCluster::BuiltCluster(const Scenario& scenario)
     : topology(build_cluster(scenario.cluster)),
       routing(Routing::compute(topology, scenario.seed)) {}
 
+namespace {
+
+// Completion metrics of a message log: FCT statistics, delivered bytes, makespan.
+struct LogSummary {
+  std::vector<Metric> metrics;
+  Time span{};
+};
+
+LogSummary summarise(const MessageLog& messages) {
+  const auto& log = messages.messages;
+  std::vector<double> fct_us;
+  Bytes delivered{0};
+  Time first_start = Time::max(), last_finish = Time::zero();
+  for (const Message& m : log) {
+    delivered += m.received;
+    first_start = std::min(first_start, m.start);
+    if (m.complete()) {
+      fct_us.push_back((m.finish - m.start).us());
+      last_finish = std::max(last_finish, m.finish);
+    }
+  }
+  std::sort(fct_us.begin(), fct_us.end());
+  const Time span = last_finish > first_start ? last_finish - first_start : Time::zero();
+  double mean = 0;
+  for (double v : fct_us) mean += v;
+  if (!fct_us.empty()) mean /= static_cast<double>(fct_us.size());
+  return {{
+              {"messages_total", static_cast<double>(log.size()), ""},
+              {"messages_completed", static_cast<double>(fct_us.size()), ""},
+              {"delivered_payload_bytes", static_cast<double>(delivered.count()), "B"},
+              {"makespan_us", span.us(), "us"},
+              {"aggregate_goodput_gbps", rate_gbps(delivered, span), "Gb/s"},
+              {"fct_mean_us", mean, "us"},
+              {"fct_p50_us", percentile(fct_us, 50), "us"},
+              {"fct_p99_us", percentile(fct_us, 99), "us"},
+              {"fct_max_us", fct_us.empty() ? 0 : fct_us.back(), "us"},
+          },
+          span};
+}
+
+// The flow level: messages as max-min fair flows; per-port payload bytes as counters.
+RunResult run_flow_level(const Scenario& scenario, const BuiltCluster& cluster,
+                         Simulation::ProgressFn progress) {
+  Simulation sim(scenario.seed);
+  FlowNetwork fabric(sim, cluster.topology, cluster.routing, scenario.network,
+                     scenario.flow_efficiency);
+  fabric.messages().assign(generate_messages(
+      scenario.traffic, static_cast<std::uint32_t>(cluster.topology.endpoints().size()),
+      sim.rng()));
+  fabric.start_messages();
+  if (progress) sim.set_progress_callback(std::move(progress));
+  const StopReason reason = sim.run_until(scenario.simulation.stop_time);
+  RunResult r;
+  r.status = reason == StopReason::kIdle ? "completed" : "time-limit";
+  r.sim_time = sim.now();
+  r.events = sim.events_processed();
+  const LogSummary summary = summarise(fabric.messages());
+  r.metrics = summary.metrics;
+  double peak_util = 0;
+  for (const auto& port : fabric.port_bytes()) {
+    r.counters.emplace_back(port.name + ".tx_payload_bytes", port.bytes);
+    if (summary.span > Time::zero())
+      peak_util =
+          std::max(peak_util, rate_gbps(Bytes(static_cast<Bytes::rep>(port.bytes)), summary.span) /
+                                  port.rate.gbps());
+  }
+  r.metrics.push_back({"peak_switch_port_utilization", peak_util, ""});
+  r.metrics.push_back({"rate_updates", static_cast<double>(fabric.rate_updates()), ""});
+  r.metrics.push_back({"flows_resolved", static_cast<double>(fabric.flows_resolved()), ""});
+  return r;
+}
+
+}  // namespace
+
 RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
                        Simulation::ProgressFn progress) {
   if (!scenario.has_traffic)
     throw std::invalid_argument(
         "the scenario has no [traffic] to run (`fabricsim nccl-tests` runs collectives on it)");
+  if (scenario.fidelity == Fidelity::kFlow) return run_flow_level(scenario, cluster, progress);
   Simulation sim(scenario.seed);
   PacketNetwork fabric(sim, cluster.topology, cluster.routing, scenario.network);
   const auto traffic = generate_messages(scenario.traffic,
@@ -66,23 +141,8 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
   r.sim_time = sim.now();
   r.events = sim.events_processed();
 
-  const auto& log = fabric.messages().messages;
-  std::vector<double> fct_us;
-  Bytes delivered{0};
-  Time first_start = Time::max(), last_finish = Time::zero();
-  for (const Message& m : log) {
-    delivered += m.received;
-    first_start = std::min(first_start, m.start);
-    if (m.complete()) {
-      fct_us.push_back((m.finish - m.start).us());
-      last_finish = std::max(last_finish, m.finish);
-    }
-  }
-  std::sort(fct_us.begin(), fct_us.end());
-  const Time span = last_finish > first_start ? last_finish - first_start : Time::zero();
-  double mean = 0;
-  for (double v : fct_us) mean += v;
-  if (!fct_us.empty()) mean /= static_cast<double>(fct_us.size());
+  const LogSummary summary = summarise(fabric.messages());
+  const Time span = summary.span;
 
   Bytes peak_queue{0};
   double peak_util = 0;
@@ -101,34 +161,28 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
     r.counters.emplace_back(std::string(c.name), c.value);
   }
 
-  r.metrics = {
-      {"messages_total", static_cast<double>(log.size()), ""},
-      {"messages_completed", static_cast<double>(fct_us.size()), ""},
-      {"delivered_payload_bytes", static_cast<double>(delivered.count()), "B"},
-      {"makespan_us", span.us(), "us"},
-      {"aggregate_goodput_gbps", rate_gbps(delivered, span), "Gb/s"},
-      {"fct_mean_us", mean, "us"},
-      {"fct_p50_us", percentile(fct_us, 50), "us"},
-      {"fct_p99_us", percentile(fct_us, 99), "us"},
-      {"fct_max_us", fct_us.empty() ? 0 : fct_us.back(), "us"},
-      {"dropped_packets", static_cast<double>(sum_counters(r.counters, ends_with(".drop_packets"))),
-       ""},
-      {"pfc_pause_frames",
-       static_cast<double>(sum_counters(r.counters,
-                                        [](std::string_view n) {
-                                          return n.find(".tx_prio") != std::string_view::npos &&
-                                                 n.ends_with("_pause");  // frames sent
-                                        })),
-       ""},
-      {"ecn_marked_packets",
-       static_cast<double>(sum_counters(r.counters, ends_with(".ecn_marked_packets"))), ""},
-      {"cnp_sent", static_cast<double>(sum_counters(r.counters, ends_with(".cnp_sent"))), ""},
-      {"retransmitted_packets",
-       static_cast<double>(sum_counters(r.counters, ends_with(".retransmitted_packets"))), ""},
-      {"qp_errors", static_cast<double>(fabric.errors().size()), ""},
-      {"peak_switch_queue_bytes", static_cast<double>(peak_queue.count()), "B"},
-      {"peak_switch_port_utilization", peak_util, ""},
-  };
+  r.metrics = summary.metrics;
+  r.metrics.insert(
+      r.metrics.end(),
+      {
+          {"dropped_packets",
+           static_cast<double>(sum_counters(r.counters, ends_with(".drop_packets"))), ""},
+          {"pfc_pause_frames",
+           static_cast<double>(sum_counters(r.counters,
+                                            [](std::string_view n) {
+                                              return n.find(".tx_prio") != std::string_view::npos &&
+                                                     n.ends_with("_pause");  // frames sent
+                                            })),
+           ""},
+          {"ecn_marked_packets",
+           static_cast<double>(sum_counters(r.counters, ends_with(".ecn_marked_packets"))), ""},
+          {"cnp_sent", static_cast<double>(sum_counters(r.counters, ends_with(".cnp_sent"))), ""},
+          {"retransmitted_packets",
+           static_cast<double>(sum_counters(r.counters, ends_with(".retransmitted_packets"))), ""},
+          {"qp_errors", static_cast<double>(fabric.errors().size()), ""},
+          {"peak_switch_queue_bytes", static_cast<double>(peak_queue.count()), "B"},
+          {"peak_switch_port_utilization", peak_util, ""},
+      });
   for (const auto& e : fabric.errors())
     r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
   r.series_names = sampler.names();

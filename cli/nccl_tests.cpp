@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -77,8 +78,19 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
         "{} processes x {} GPUs do not fit the scenario's {} GPUs", procs, per_proc, available));
 
   Simulation sim(scenario.seed);
-  PacketNetwork net(sim, cluster.topology, cluster.routing, scenario.network);
-  CollectiveEngine engine(sim, net, scenario.gpu, scenario.nccl);
+  std::unique_ptr<PacketNetwork> packet;
+  std::unique_ptr<FlowNetwork> flow;
+  TransferPort* fabric = nullptr;
+  if (scenario.fidelity == Fidelity::kFlow) {
+    flow = std::make_unique<FlowNetwork>(sim, cluster.topology, cluster.routing, scenario.network,
+                                         scenario.flow_efficiency);
+    fabric = flow.get();
+  } else {
+    packet =
+        std::make_unique<PacketNetwork>(sim, cluster.topology, cluster.routing, scenario.network);
+    fabric = packet.get();
+  }
+  CollectiveEngine engine(sim, *fabric, scenario.gpu, scenario.nccl);
   CommunicatorOptions options;
   options.ranks = procs * per_proc;
   options.server_order = scenario.nccl.server_order;
@@ -128,8 +140,9 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
         sim.run();
         const CollectiveResult& c = engine.result(id);
         if (!c.done) {
-          for (const auto& e : net.errors())
-            result.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
+          if (packet)
+            for (const auto& e : packet->errors())
+              result.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
           result.errors.push_back(fmt::format("{} of {} B did not complete (simulated time {})",
                                               to_string(args.op), counts.bytes,
                                               to_string(sim.now())));

@@ -407,6 +407,17 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
   s.description = root.string("description", "");
   s.seed = static_cast<std::uint64_t>(
       root.integer("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
+  s.fidelity = root.choice("fidelity", "packet", {"packet", "flow"}) == "flow" ? Fidelity::kFlow
+                                                                               : Fidelity::kPacket;
+  if (root.has("flow")) {
+    // Per link class efficiency of the flow level, from calibration (absent: none).
+    ConfigReader fl = root.table("flow");
+    FlowEfficiency& e = s.flow_efficiency;
+    if (fl.has("efficiency_nvlink")) e.nvlink = fl.real("efficiency_nvlink", 1.0, 0.01, 1.0);
+    if (fl.has("efficiency_pcie")) e.pcie = fl.real("efficiency_pcie", 1.0, 0.01, 1.0);
+    if (fl.has("efficiency_network")) e.network = fl.real("efficiency_network", 1.0, 0.01, 1.0);
+    fl.finish();
+  }
 
   {
     ConfigReader sim = root.table("simulation");

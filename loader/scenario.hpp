@@ -14,6 +14,7 @@
 #include "models/nccl.hpp"
 #include "models/traffic.hpp"
 #include "topologies/analysis.hpp"
+#include "topologies/flow_network.hpp"
 #include "topologies/network.hpp"
 
 namespace fabricsim {
@@ -26,10 +27,14 @@ struct SimulationSettings {
   Time no_progress_timeout{};           // 0 = no guard
 };
 
+enum class Fidelity { kPacket, kFlow };
+
 struct Scenario {
   std::string name;
   std::string description;
   std::uint64_t seed = 1;
+  Fidelity fidelity = Fidelity::kPacket;
+  FlowEfficiency flow_efficiency{};
   SimulationSettings simulation{};
   ClusterSpec cluster{};
   NetworkParams network{};

@@ -1,0 +1,140 @@
+#include <gtest/gtest.h>
+
+#include "models/collective.hpp"
+#include "models/maxmin.hpp"
+#include "models/traffic.hpp"
+#include "topologies/communicator.hpp"
+#include "topologies/flow_network.hpp"
+
+using namespace fabricsim;
+using namespace fabricsim::literals;
+
+TEST(MaxMin, SingleBottleneckSharesEqually) {
+  // Three flows through one link of 30: 30 / 3 = 10 each.
+  MaxMinSolver s;
+  const auto link = s.add_resource(30);
+  std::vector<MaxMinSolver::Var> v;
+  for (int i = 0; i < 3; ++i) v.push_back(s.add_variable(std::vector{link}));
+  s.solve();
+  for (auto x : v) EXPECT_DOUBLE_EQ(s.rate(x), 10);
+}
+
+TEST(MaxMin, ParkingLot) {
+  // L1 (capacity 1) and L2 (capacity 2) in a row; A crosses both, B only L1, C only L2.
+  // L1 is the bottleneck of A and B: 1 / 2 each. C takes what A leaves on L2: 2 - 1/2 = 1.5.
+  MaxMinSolver s;
+  const auto l1 = s.add_resource(1), l2 = s.add_resource(2);
+  const auto a = s.add_variable(std::vector{l1, l2});
+  const auto b = s.add_variable(std::vector{l1});
+  const auto c = s.add_variable(std::vector{l2});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate(a), 0.5);
+  EXPECT_DOUBLE_EQ(s.rate(b), 0.5);
+  EXPECT_DOUBLE_EQ(s.rate(c), 1.5);
+}
+
+TEST(MaxMin, MultipleBottlenecks) {
+  // L1 (10) carries A and B; L2 (4) carries B, C and D. L2's fair share 4/3 is the smaller:
+  // B = C = D = 4/3; A gets the rest of L1: 10 - 4/3 = 26/3.
+  MaxMinSolver s;
+  const auto l1 = s.add_resource(10), l2 = s.add_resource(4);
+  const auto a = s.add_variable(std::vector{l1});
+  const auto b = s.add_variable(std::vector{l1, l2});
+  const auto c = s.add_variable(std::vector{l2});
+  const auto d = s.add_variable(std::vector{l2});
+  s.solve();
+  EXPECT_NEAR(s.rate(b), 4.0 / 3, 1e-12);
+  EXPECT_NEAR(s.rate(c), 4.0 / 3, 1e-12);
+  EXPECT_NEAR(s.rate(d), 4.0 / 3, 1e-12);
+  EXPECT_NEAR(s.rate(a), 26.0 / 3, 1e-12);
+  // A route crossing a link twice uses it twice: on a link of 3, E (twice) and F (once)
+  // rise together until 2r + r = 3: r = 1.
+  const auto l3 = s.add_resource(3);
+  const auto e = s.add_variable(std::vector{l3, l3});
+  const auto f = s.add_variable(std::vector{l3});
+  s.solve();
+  EXPECT_DOUBLE_EQ(s.rate(e), 1);
+  EXPECT_DOUBLE_EQ(s.rate(f), 1);
+}
+
+TEST(MaxMin, ChangesResolveOnlyTheComponentTheyTouch) {
+  // Two disjoint links with 100 flows each; adding a flow to one re-solves that one's 101
+  // flows, not the other's, and leaves the other's rates alone.
+  MaxMinSolver s;
+  const auto l1 = s.add_resource(100), l2 = s.add_resource(100);
+  for (int i = 0; i < 100; ++i) {
+    s.add_variable(std::vector{l1});
+    s.add_variable(std::vector{l2});
+  }
+  EXPECT_EQ(s.solve(), 200u);
+  std::vector<MaxMinSolver::Var> changed;
+  const auto extra = s.add_variable(std::vector{l1});
+  EXPECT_EQ(s.solve(&changed), 101u);
+  EXPECT_EQ(changed.size(), 101u);
+  EXPECT_NEAR(s.rate(extra), 100.0 / 101, 1e-12);
+  s.remove_variable(extra);
+  changed.clear();
+  EXPECT_EQ(s.solve(&changed), 100u);
+  EXPECT_DOUBLE_EQ(s.rate(0), 1);
+  EXPECT_EQ(s.solve(), 0u);  // nothing changed since
+}
+
+namespace {
+
+struct StarNet {
+  Topology topo;
+  Routing routing;
+  NetworkParams params;
+  StarNet(int hosts)
+      : topo(build_cluster({.servers = 0,
+                            .hosts = hosts,
+                            .server = {},
+                            .fabric = {.kind = FabricKind::kStar,
+                                       .link_rate = 100_Gbps,
+                                       .switch_latency = 300_ns,
+                                       .host_cable_m = 200}})),
+        routing(Routing::compute(topo, 1)) {
+    params.switch_latency = 300_ns;
+    params.buffer.buffer = 64_MiB;
+    params.buffer.pfc = true;
+    params.nic.format = {.mtu = 4096_B, .header = 82_B};
+  }
+};
+
+template <class Net>
+std::vector<Time> finish_times(StarNet& star, const std::vector<Message>& msgs) {
+  Simulation sim(1);
+  Net net(sim, star.topo, star.routing, star.params);
+  net.messages().assign(msgs);
+  net.start_messages();
+  sim.run();
+  std::vector<Time> out;
+  for (const Message& m : net.messages()) out.push_back(m.finish);
+  return out;
+}
+
+}  // namespace
+
+TEST(FlowLevel, AnUncongestedMessageFinishesWhenThePacketModelSaysAndIncastSharesFairly) {
+  StarNet star(5);
+  // One 1 MiB message on an idle path: 256 packets serialized at the sender, the last one
+  // once more at the switch, 2 x 1 us cables and the switch's 300 ns (88.19968 us, see
+  // StarModel.OneMessageOnAnIdlePathTakesTheHandComputedTime).
+  const std::vector<Message> one{{.src = 0, .dst = 1, .size = 1_MiB, .start = Time::zero()}};
+  const Time flow = finish_times<FlowNetwork>(star, one)[0];
+  const Time packet = finish_times<PacketNetwork>(star, one)[0];
+  EXPECT_EQ(packet.ps(), 88'199'680);
+  EXPECT_NEAR(flow.us(), packet.us(), 0.01);
+  // Four senders to one receiver: max-min gives each a quarter of the receiver's link; all
+  // finish together at 4x one message's serialization (plus the path latency).
+  std::vector<Message> incast;
+  for (std::uint32_t s = 1; s <= 4; ++s)
+    incast.push_back({.src = s, .dst = 0, .size = 4_MiB, .start = Time::zero()});
+  const auto f = finish_times<FlowNetwork>(star, incast);
+  const auto p = finish_times<PacketNetwork>(star, incast);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(f[i], f[0]);
+    EXPECT_NEAR(f[i].us() / p[i].us(), 1.0, 0.05) << i;
+  }
+  EXPECT_NEAR(f[0].us(), 4 * 4 * 1048576.0 * 4178 / 4096 / 12.5e3 + 2.3 + 0.334, 0.01);
+}

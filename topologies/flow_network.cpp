@@ -1,0 +1,346 @@
+#include "topologies/flow_network.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <stdexcept>
+
+namespace fabricsim {
+
+namespace {
+
+constexpr Priority kLast = 250;  // after everything else at the same instant
+
+// Payload share of a link class: payload per (payload + per-unit overhead) for full units.
+double payload_share(Bytes unit, Bytes overhead_per_unit) {
+  const auto u = static_cast<double>(unit.count());
+  return u / (u + static_cast<double>(overhead_per_unit.count()));
+}
+
+// Vertices of the shortest path over PCIe and inter-socket links.
+std::vector<Vertex> pcie_path(const TopologyGraph& g, Vertex from, Vertex to) {
+  std::map<Vertex, Vertex> parent{{from, from}};
+  std::deque<Vertex> queue{from};
+  while (!queue.empty() && !parent.contains(to)) {
+    const Vertex u = queue.front();
+    queue.pop_front();
+    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
+      if (g[*e].kind != LinkKind::kPcie && g[*e].kind != LinkKind::kInterSocket) continue;
+      if (parent.emplace(boost::target(*e, g), u).second) queue.push_back(boost::target(*e, g));
+    }
+  }
+  if (!parent.contains(to))
+    throw std::invalid_argument(fmt::format("no PCIe path from {} to {}", g[from].name, g[to].name));
+  std::vector<Vertex> path{to};
+  for (Vertex v = to; v != from; v = parent.at(v)) path.push_back(parent.at(v));
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace
+
+FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& routing,
+                         const NetworkParams& params, const FlowEfficiency& efficiency)
+    : sim_(sim),
+      topo_(topo),
+      routing_(routing),
+      params_(params),
+      efficiency_(efficiency),
+      start_(sim.bind<&FlowNetwork::on_start>(*this)),
+      update_(sim.bind<&FlowNetwork::on_update>(*this)),
+      drain_(sim.bind<&FlowNetwork::on_drain>(*this)) {
+  const auto& g = topo.graph();
+  std::map<std::pair<int, int>, Vertex> gpus;
+  std::map<int, int> gpus_per_server, nics_per_server;
+  for (auto [v, end] = boost::vertices(g); v != end; ++v) {
+    if (g[*v].kind == NodeKind::kGpu) {
+      gpus[{g[*v].server, g[*v].index}] = *v;
+      ++gpus_per_server[g[*v].server];
+    }
+    if (g[*v].kind == NodeKind::kNic) ++nics_per_server[g[*v].server];
+  }
+  for (const auto& [key, v] : gpus) gpus_.push_back(v);
+  for (const Vertex nic : topo.endpoints()) {
+    const NodeInfo& n = g[nic];
+    if (gpus.empty() || !params.host_side) {
+      paired_.push_back(nic);
+      continue;
+    }
+    paired_.push_back(gpus.at(
+        {n.server, n.index * gpus_per_server[n.server] / nics_per_server[n.server]}));
+  }
+  // Switch ports, named as the packet model names them, for per-port byte counts.
+  for (std::size_t s = 0; s < routing.switch_count(); ++s)
+    switch_of_vertex_[routing.switch_vertex(s)] = s;
+  for (std::size_t s = 0; s < routing.switch_count(); ++s) {
+    const Vertex sv = routing.switch_vertex(s);
+    for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
+      const auto& port = routing.ports(s)[p];
+      port_res_[{s, p}] = link_resource(sv, port.peer, g[port.edge]);
+    }
+  }
+}
+
+MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, Vertex to, const LinkInfo& link) {
+  (void)to;
+  auto [it, inserted] = link_res_.try_emplace({&link, from}, 0);
+  if (!inserted) return it->second;
+  const double bytes_per_s = static_cast<double>(link.rate.bps()) / 8;
+  double share = 1;
+  switch (link.kind) {
+    case LinkKind::kNetwork:
+      share = payload_share(params_.nic.format.mtu, params_.nic.format.header) * efficiency_.network;
+      break;
+    case LinkKind::kPcie:
+      share = payload_share(params_.host.pcie_max_payload, params_.host.pcie_tlp_overhead) *
+              efficiency_.pcie;
+      break;
+    case LinkKind::kNvLink:
+      share = payload_share(params_.host.nvlink_max_payload, params_.host.nvlink_overhead) *
+              efficiency_.nvlink;
+      break;
+    case LinkKind::kInterSocket:
+      break;
+  }
+  it->second = solver_.add_resource(bytes_per_s * share);
+  res_bytes_.push_back(0);
+  return it->second;
+}
+
+void FlowNetwork::add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet,
+                          bool first) {
+  r.resources.push_back(link_resource(from, to, link));
+  r.latency += link.latency;
+  if (!first) r.latency += tx_time(packet, link.rate);  // store and forward of the last unit
+}
+
+void FlowNetwork::add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first) {
+  const auto& g = topo_.graph();
+  const auto path = pcie_path(g, from, to);
+  for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+    const auto e = boost::edge(path[i], path[i + 1], g).first;
+    const Bytes wire = chunk + params_.host.pcie_tlp_overhead *
+                                   ((chunk.count() + params_.host.pcie_max_payload.count() - 1) /
+                                    params_.host.pcie_max_payload.count());
+    add_hop(r, path[i], path[i + 1], g[e], wire, first);
+    first = false;
+  }
+}
+
+Vertex FlowNetwork::gpu_vertex(std::uint32_t endpoint, std::uint32_t gpu) const {
+  return gpu == Message::kPairedGpu ? paired_[endpoint] : gpus_.at(gpu);
+}
+
+FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
+  const auto& g = topo_.graph();
+  Route r;
+  const Bytes mtu = params_.nic.format.mtu;
+  const Bytes unit = std::min(mtu, std::max(m.size, Bytes(1)));
+  const bool host = params_.host_side && !gpus_.empty();
+  const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
+  bool first = true;
+  if (host && g[src_gpu].server == g[dst_gpu].server && src_gpu != dst_gpu) {
+    // Inside a server: NVLink through the NVSwitches (striped: the GPU's links together) or
+    // a direct NVLink, else PCIe peer to peer.
+    const Bytes flit = unit + params_.host.nvlink_overhead *
+                                  ((unit.count() + params_.host.nvlink_max_payload.count() - 1) /
+                                   params_.host.nvlink_max_payload.count());
+    Bandwidth::rep out = 0, in = 0;
+    Time latency{};
+    bool any = false;
+    for (auto [e, end] = boost::out_edges(src_gpu, g); e != end; ++e) {
+      if (g[*e].kind != LinkKind::kNvLink) continue;
+      const Vertex peer = boost::target(*e, g);
+      if (peer == dst_gpu) {
+        add_hop(r, src_gpu, dst_gpu, g[*e], flit, true);
+        return r;
+      }
+      if (g[peer].kind != NodeKind::kNvSwitch || !boost::edge(peer, dst_gpu, g).second) continue;
+      out += g[*e].rate.bps();
+      in += g[boost::edge(peer, dst_gpu, g).first].rate.bps();
+      latency = g[*e].latency;
+      any = true;
+    }
+    if (any) {
+      // One resource per GPU and direction for its NVLink bundle (all switch planes together).
+      const auto res = [&](Vertex gpu, bool outgoing, Bandwidth::rep bps) {
+        auto [it, inserted] = nvlink_res_.try_emplace({gpu, outgoing}, 0);
+        if (inserted) {
+          it->second = solver_.add_resource(
+              static_cast<double>(bps) / 8 *
+              payload_share(params_.host.nvlink_max_payload, params_.host.nvlink_overhead) *
+              efficiency_.nvlink);
+          res_bytes_.push_back(0);
+        }
+        return it->second;
+      };
+      r.resources.push_back(res(src_gpu, true, out));
+      r.resources.push_back(res(dst_gpu, false, in));
+      r.latency = latency * 2 + tx_time(flit, Bandwidth::from_bps(in));
+      return r;
+    }
+    add_pcie_path(r, src_gpu, dst_gpu, unit, first);
+    return r;
+  }
+  const Vertex src_nic = topo_.endpoints()[m.src], dst_nic = topo_.endpoints()[m.dst];
+  const auto host_leg = [&](Vertex gpu, Vertex nic, bool to_nic) {
+    // GPUDirect when the pair's PCIe path crosses at most gdr_level CPUs; else staged through
+    // host memory on the NIC's socket.
+    int cpus = 0;
+    for (const Vertex v : pcie_path(g, gpu, nic)) cpus += g[v].kind == NodeKind::kCpu;
+    const PcieDistance d = cpus == 0   ? PcieDistance::kPxb
+                           : cpus == 1 ? PcieDistance::kPhb
+                                       : PcieDistance::kSys;
+    const Vertex from = to_nic ? gpu : nic, to = to_nic ? nic : gpu;
+    if (params_.host.gpudirect && d <= params_.host.gdr_level) {
+      add_pcie_path(r, from, to, unit, first);
+      return;
+    }
+    Vertex cpu = nic;
+    for (auto [v, end] = boost::vertices(g); v != end; ++v)
+      if (g[*v].kind == NodeKind::kCpu && g[*v].server == g[nic].server &&
+          g[*v].index == g[nic].socket)
+        cpu = *v;
+    add_pcie_path(r, from, cpu, unit, first);
+    auto [it, inserted] = memory_res_.try_emplace(cpu, 0);
+    if (inserted) {
+      it->second = solver_.add_resource(static_cast<double>(params_.host.host_memory_rate.bps()) / 8);
+      res_bytes_.push_back(0);
+    }
+    r.resources.push_back(it->second);
+    r.latency += params_.host.host_memory_latency;
+    add_pcie_path(r, cpu, to, unit, first);
+  };
+  if (host) host_leg(src_gpu, src_nic, true);
+  if (m.src != m.dst) {
+    // The network path the packet model's ECMP picks for this queue pair's data.
+    const Bytes packet = unit + params_.nic.format.header;
+    std::size_t s = routing_.endpoint_switch(m.src);
+    const LinkInfo& first_link = g[routing_.endpoint_link(m.src)];
+    add_hop(r, src_nic, routing_.switch_vertex(s), first_link, packet, first);
+    r.latency += params_.switch_latency;
+    first = false;
+    const std::uint64_t flow =
+        params_.path_selection == PathSelection::kSpray ? 0 : std::uint64_t{m.connection} << 1;
+    for (int guard = 0; guard < 64; ++guard) {
+      const std::uint16_t p = routing_.select(s, m.dst, flow, params_.path_selection);
+      const auto& port = routing_.ports(s)[p];
+      r.resources.push_back(port_res_.at({s, p}));
+      r.latency += g[port.edge].latency + tx_time(packet, g[port.edge].rate);
+      if (s == routing_.endpoint_switch(m.dst)) break;
+      r.latency += params_.switch_latency;
+      s = switch_of_vertex_.at(port.peer);
+    }
+  }
+  if (host) host_leg(dst_gpu, dst_nic, false);
+  return r;
+}
+
+std::uint32_t FlowNetwork::open_connection() {
+  connections_.emplace_back();
+  return static_cast<std::uint32_t>(connections_.size() - 1);
+}
+
+std::uint64_t FlowNetwork::post(const Message& m) {
+  const std::uint64_t id = log_.size();
+  log_.push_back(m);
+  if (log_[id].connection == Message::kOwnConnection) log_[id].connection = open_connection();
+  sim_.schedule_at(m.start, start_, id);
+  return id;
+}
+
+void FlowNetwork::start_messages() {
+  for (std::uint64_t id = 0; id < log_.size(); ++id) {
+    if (log_[id].connection == Message::kOwnConnection) log_[id].connection = open_connection();
+    sim_.schedule_at(log_[id].start, start_, id);
+  }
+}
+
+void FlowNetwork::on_start(std::uint64_t id) {
+  auto& queue = connections_[log_[id].connection];
+  queue.push_back(id);
+  if (queue.size() == 1) activate(id);  // otherwise it waits for the QP's earlier messages
+}
+
+void FlowNetwork::activate(std::uint64_t id) {
+  const Message& m = log_[id];
+  Route r = route_of(m);
+  std::uint32_t f;
+  if (!free_flows_.empty()) {
+    f = free_flows_.back();
+    free_flows_.pop_back();
+  } else {
+    f = static_cast<std::uint32_t>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& flow = flows_[f];
+  flow = Flow{};
+  flow.message = id;
+  flow.remaining = static_cast<double>(m.size.count());
+  flow.last = sim_.now();
+  flow.latency = r.latency;
+  flow.resources = r.resources;
+  if (r.resources.empty() || m.size == Bytes(0)) {
+    // Nothing to share (a message to itself, or empty): only the latency.
+    flow.var = UINT32_MAX;
+    flow.drain = sim_.schedule_cancellable_at(sim_.now(), drain_, f);
+    return;
+  }
+  flow.var = solver_.add_variable(r.resources);
+  if (flow_of_var_.size() <= flow.var) flow_of_var_.resize(flow.var + 1);
+  flow_of_var_[flow.var] = f;
+  request_update();
+}
+
+void FlowNetwork::request_update() {
+  if (update_pending_) return;
+  update_pending_ = true;
+  sim_.schedule_at(sim_.now(), update_, 0, kLast);
+}
+
+void FlowNetwork::on_update(std::uint64_t) {
+  update_pending_ = false;
+  changed_.clear();
+  resolved_ += solver_.solve(&changed_);
+  ++updates_;
+  const Time now = sim_.now();
+  for (const MaxMinSolver::Var v : changed_) {
+    Flow& flow = flows_[flow_of_var_[v]];
+    flow.remaining = std::max(0.0, flow.remaining - flow.rate * (now - flow.last).seconds());
+    flow.last = now;
+    flow.rate = solver_.rate(v);
+    sim_.cancel(flow.drain);
+    if (flow.rate <= 0) continue;
+    const double ps = std::ceil(flow.remaining / flow.rate * 1e12);
+    flow.drain = sim_.schedule_cancellable_at(now + Time::from_ps(static_cast<Time::rep>(ps)),
+                                              drain_, flow_of_var_[v]);
+  }
+}
+
+void FlowNetwork::on_drain(std::uint64_t f) {
+  Flow& flow = flows_[f];
+  const std::uint64_t id = flow.message;
+  if (flow.var != UINT32_MAX) {
+    for (const auto r : flow.resources) res_bytes_[r] += static_cast<std::uint64_t>(log_[id].size.count());
+    solver_.remove_variable(flow.var);
+    request_update();
+  }
+  free_flows_.push_back(static_cast<std::uint32_t>(f));
+  log_.add_received(id, log_[id].size);
+  log_.complete(id, sim_.now() + flow.latency);
+  auto& queue = connections_[log_[id].connection];
+  queue.pop_front();
+  if (!queue.empty()) activate(queue.front());
+}
+
+std::vector<FlowNetwork::PortBytes> FlowNetwork::port_bytes() const {
+  std::vector<PortBytes> out;
+  const auto& g = topo_.graph();
+  for (const auto& [key, res] : port_res_)
+    out.push_back({fmt::format("{}.port{}", g[routing_.switch_vertex(key.first)].name, key.second),
+                   res_bytes_[res], g[routing_.ports(key.first)[key.second].edge].rate});
+  return out;
+}
+
+}  // namespace fabricsim

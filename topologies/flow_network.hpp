@@ -1,0 +1,112 @@
+#pragma once
+// The flow-level backend: every message is a fluid flow on the route the packet model would
+// use (same ECMP hash of its queue pair, same GPU-NIC PCIe paths with or without GPUDirect,
+// NVLink for GPUs of one server), and rates are max-min fair over every link direction it
+// crosses (models/maxmin.hpp). Rates change only when a flow starts or ends; all starts and
+// ends at one instant are gathered into one rate update (an event at the lowest priority of
+// that instant), which re-solves only the components they touch.
+//
+// Per link class, capacity in payload bytes = rate x payload share of the wire: network
+// packets carry mtu of payload for mtu + header bytes, PCIe chunks pay a TLP header per
+// max_payload, NVLink a header per 256 B flit group; optional per-class efficiency factors
+// (calibration data, `[flow]`) multiply it. A flow ends when its last byte has crossed its
+// bottleneck plus the path's latency: every hop's propagation and switch latency, plus one
+// packet's serialization at each hop after the first (store and forward of the last packet),
+// so an uncongested flow completes when the packet model's does.
+// Messages of one connection (queue pair) go one after the other, as on a QP.
+// Not modelled at this level: PFC, ECN/DCQCN, drops and retransmission, ACK traffic.
+
+#include <array>
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "models/collective.hpp"
+#include "models/maxmin.hpp"
+#include "topologies/network.hpp"
+
+namespace fabricsim {
+
+struct FlowEfficiency {
+  double nvlink = 1, pcie = 1, network = 1;  // multiply the link classes' payload capacity
+};
+
+class FlowNetwork final : public TransferPort {
+ public:
+  FlowNetwork(Simulation& sim, const Topology& topo, const Routing& routing,
+              const NetworkParams& params, const FlowEfficiency& efficiency = {});
+  FlowNetwork(const FlowNetwork&) = delete;
+  FlowNetwork& operator=(const FlowNetwork&) = delete;
+
+  std::uint32_t open_connection() override;
+  std::uint64_t post(const Message& m) override;
+  const Message& message(std::uint64_t id) const override { return log_[id]; }
+  void set_listener(CompletionListener* listener) override { log_.listener = listener; }
+  MessageLog& messages() { return log_; }
+  const MessageLog& messages() const { return log_; }
+  void start_messages();
+  // Payload bytes that crossed each switch port (by its packet-model name, e.g.
+  // "leaf0.port3"), for the same per-port counters as packet level.
+  struct PortBytes {
+    std::string name;
+    std::uint64_t bytes = 0;
+    Bandwidth rate{};
+  };
+  std::vector<PortBytes> port_bytes() const;
+  std::uint64_t rate_updates() const { return updates_; }
+  std::uint64_t flows_resolved() const { return resolved_; }
+
+ private:
+  struct Flow {
+    std::uint64_t message = 0;
+    MaxMinSolver::Var var = 0;
+    double remaining = 0;  // payload bytes
+    Time last{};
+    double rate = 0;  // payload bytes per second
+    Time latency{};
+    EventHandle drain{};
+    std::vector<MaxMinSolver::Res> resources;
+  };
+  struct Route {
+    std::vector<MaxMinSolver::Res> resources;
+    Time latency{};
+  };
+  MaxMinSolver::Res link_resource(Vertex from, Vertex to, const LinkInfo& link);
+  void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet,
+               bool first);
+  void add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first);
+  Route route_of(const Message& m);
+  void on_start(std::uint64_t id);
+  void activate(std::uint64_t id);
+  void on_update(std::uint64_t);
+  void on_drain(std::uint64_t flow);
+  void request_update();
+  Vertex gpu_vertex(std::uint32_t endpoint, std::uint32_t gpu) const;
+
+  Simulation& sim_;
+  const Topology& topo_;
+  const Routing& routing_;
+  NetworkParams params_;
+  FlowEfficiency efficiency_;
+  MaxMinSolver solver_;
+  MessageLog log_;
+  std::map<std::pair<const LinkInfo*, Vertex>, MaxMinSolver::Res> link_res_;
+  std::map<Vertex, MaxMinSolver::Res> memory_res_;
+  std::map<std::pair<Vertex, bool>, MaxMinSolver::Res> nvlink_res_;  // (GPU, outgoing)
+  std::vector<std::uint64_t> res_bytes_;  // payload bytes carried, per resource
+  std::map<std::pair<std::size_t, std::size_t>, MaxMinSolver::Res> port_res_;  // (switch, port)
+  std::vector<std::deque<std::uint64_t>> connections_;  // waiting messages, head in flight
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_flows_;
+  std::vector<std::uint32_t> flow_of_var_;
+  std::vector<Vertex> gpus_;     // by GPU ordinal
+  std::vector<Vertex> paired_;   // per endpoint: its paired GPU (host model)
+  std::map<Vertex, std::size_t> switch_of_vertex_;
+  bool update_pending_ = false;
+  std::uint64_t updates_ = 0, resolved_ = 0;
+  HandlerId start_, update_, drain_;
+  std::vector<MaxMinSolver::Var> changed_;
+};
+
+}  // namespace fabricsim
