@@ -295,6 +295,9 @@ CollectiveEngine::CollectiveEngine(Simulation& sim, TransferPort& port, const Gp
       cfg_(cfg),
       start_(sim.bind<&CollectiveEngine::on_start>(*this)),
       op_done_(sim.bind<&CollectiveEngine::on_op_done>(*this)),
+      op_post_(sim.bind<&CollectiveEngine::on_op_post>(*this)),
+      copy_done_(sim.bind<&CollectiveEngine::on_copy_done>(*this)),
+      handoff_(sim.bind<&CollectiveEngine::on_handoff>(*this)),
       arrival_(sim.bind<&CollectiveEngine::on_arrival>(*this)) {
   port_.set_listener(this);
 }
@@ -383,30 +386,102 @@ void CollectiveEngine::try_advance(std::uint32_t id, std::uint32_t s) {
     const Conn& k = run.conns[run.op_conns[i]];
     if (k.posted - k.consumed >= static_cast<std::uint32_t>(run.sizing.credits)) return;
   }
-  // Step latency of the link class it sends on (else receives from), plus the copy.
+  // The block's own time per primitive: the step latency of the link class it sends on (else
+  // receives from); for a network connection only the GPU side of it (the NVLink-class
+  // figure: the block works on a local buffer), the proxy's hand-off to the NIC runs beside
+  // the block and delays the send (see post_sends).
   const std::uint32_t first = o.send_begin < o.send_end   ? run.op_conns[o.send_begin]
                               : o.recv_begin < o.recv_end ? run.op_conns[o.recv_begin]
                                                           : UINT32_MAX;
-  double t_us = 0;
-  if (first != UINT32_MAX)
-    t_us = cfg_.step_latency_us[static_cast<int>(run.result.proto)]
-                               [static_cast<int>(run.conns[first].link)];
-  Time t = Time::from_ps(static_cast<Time::rep>(std::llround(t_us * 1e6)));
+  const LinkClass cls = first == UINT32_MAX ? LinkClass::kNvLink : run.conns[first].link;
+  const Time t_latency =
+      step_latency(run.result.proto, cls == LinkClass::kNet ? LinkClass::kNvLink : cls);
+  Time t_copy{};
   if (gpu_.channel.bps() > 0 && o.bytes > 0) {
     const double accesses = o.reduce ? 3 : 2;
     const double hbm_share =
         static_cast<double>(gpu_.hbm.bps()) / (accesses * std::max(1, run.result.channels));
     const double rate = std::min(static_cast<double>(gpu_.channel.bps()), hbm_share);
-    t += Time::from_ps(
+    t_copy = Time::from_ps(
         static_cast<Time::rep>(std::ceil(static_cast<double>(o.bytes) * 8e12 / rate)));
   }
   st.busy = true;
-  sim_.schedule_in(t, op_done_, pack(id, s));
+  std::uint32_t local_sends = 0;
+  for (std::uint32_t i = o.send_begin; i < o.send_end; ++i)
+    local_sends += run.conns[run.op_conns[i]].local;
+  if (local_sends == 0) {
+    // Network (or no) sends: the block copies into the proxy's buffer, then the NIC sends.
+    sim_.schedule_in(t_latency + t_copy, op_done_, pack(id, s));
+    return;
+  }
+  // Inside a server the block's stores go straight into the peer's buffer: the transfer is
+  // the copy. The sends leave after the step latency; the primitive ends when its copy time
+  // has passed and its in-server sends have arrived, whichever is later.
+  st.pending = 1 + local_sends;
+  sim_.schedule_in(t_latency, op_post_, pack(id, s));
+  sim_.schedule_in(t_latency + t_copy, copy_done_, pack(id, s));
+}
+
+void CollectiveEngine::on_op_post(std::uint64_t payload) {
+  const auto id = static_cast<std::uint32_t>(payload >> 32);
+  const auto s = static_cast<std::uint32_t>(payload);
+  post_sends(id, runs_[id].streams[s].next);
+}
+
+void CollectiveEngine::on_copy_done(std::uint64_t payload) {
+  release(static_cast<std::uint32_t>(payload >> 32), static_cast<std::uint32_t>(payload));
+}
+
+void CollectiveEngine::release(std::uint32_t id, std::uint32_t s) {
+  Stream& st = runs_[id].streams[s];
+  if (st.pending > 0 && --st.pending == 0) complete_op(id, s);
+}
+
+Time CollectiveEngine::step_latency(Proto proto, LinkClass link) const {
+  return Time::from_ps(static_cast<Time::rep>(
+      std::llround(cfg_.step_latency_us[static_cast<int>(proto)][static_cast<int>(link)] * 1e6)));
+}
+
+void CollectiveEngine::post_sends(std::uint32_t id, std::uint32_t index) {
+  Run& run = runs_[id];
+  const Op& o = run.ops[index];
+  const Bytes wire(std::max<Bytes::rep>(
+      1,
+      static_cast<Bytes::rep>(std::ceil(static_cast<double>(o.bytes) * run.sizing.wire_factor))));
+  // The proxy's share of a network step: network latency beyond the GPU side.
+  const Time proxy = std::max(Time::zero(), step_latency(run.result.proto, LinkClass::kNet) -
+                                                step_latency(run.result.proto, LinkClass::kNvLink));
+  for (std::uint32_t i = o.send_begin; i < o.send_end; ++i) {
+    const std::uint32_t k = run.op_conns[i];
+    Conn& c = run.conns[k];
+    ++c.posted;
+    run.result.wire_bytes += wire;
+    if (c.local || proxy == Time::zero()) {
+      post_transfer(id, k, wire);
+      continue;
+    }
+    c.handoff.push_back(wire);  // same delay for every send of a connection: order kept
+    sim_.schedule_in(proxy, handoff_, pack(id, k));
+  }
+}
+
+void CollectiveEngine::on_handoff(std::uint64_t payload) {
+  const auto id = static_cast<std::uint32_t>(payload >> 32);
+  const auto k = static_cast<std::uint32_t>(payload);
+  Conn& c = runs_[id].conns[k];
+  const Bytes wire = c.handoff.front();
+  c.handoff.pop_front();
+  post_transfer(id, k, wire);
 }
 
 void CollectiveEngine::on_op_done(std::uint64_t payload) {
   const auto id = static_cast<std::uint32_t>(payload >> 32);
   const auto s = static_cast<std::uint32_t>(payload);
+  post_sends(id, runs_[id].streams[s].next);
+  complete_op(id, s);
+}
+
+void CollectiveEngine::complete_op(std::uint32_t id, std::uint32_t s) {
   Run& run = runs_[id];
   Stream& st = run.streams[s];
   const std::uint32_t index = st.next;
@@ -414,15 +489,6 @@ void CollectiveEngine::on_op_done(std::uint64_t payload) {
   st.busy = false;
   ++st.next;
   run.op_done[index] = true;
-  for (std::uint32_t i = o.send_begin; i < o.send_end; ++i) {
-    const std::uint32_t k = run.op_conns[i];
-    ++run.conns[k].posted;
-    const Bytes wire(std::max<Bytes::rep>(
-        1,
-        static_cast<Bytes::rep>(std::ceil(static_cast<double>(o.bytes) * run.sizing.wire_factor))));
-    run.result.wire_bytes += wire;
-    post_transfer(id, k, wire);
-  }
   for (std::uint32_t i = o.recv_begin; i < o.recv_end; ++i) {
     Conn& k = run.conns[run.op_conns[i]];
     ++k.consumed;  // the slot is free again: its sender may be waiting for it
@@ -467,6 +533,7 @@ void CollectiveEngine::on_arrival(std::uint64_t payload) {
   Conn& c = run.conns[k];
   ++c.arrived;
   c.in_flight = false;
+  if (c.local) release(id, c.sender);  // the sending block's stores have landed
   if (c.local && !c.backlog.empty()) {
     const Bytes next = c.backlog.front();
     c.backlog.pop_front();

@@ -12,11 +12,16 @@
 //     NCCL_STEPS / sliceSteps slices outstanding; a slot frees when the receiving primitive
 //     has finished with it), and
 //   - (tree root) the reduction of the same chunk has finished.
-// It then takes
-//   t = step latency (protocol, link class of its first send, else of its receive)
-//     + data bytes / copy rate,   copy rate = min(per-block rate, HBM / (accesses x blocks)),
+// It then takes the step latency (protocol, link class of its first send, else of its
+// receive; for the network only its GPU side, the NVLink figure, while the rest, the proxy's
+// hand-off to the NIC, delays the network send without holding the block) and copies its
+// data at
+//   copy rate = min(per-block rate, HBM / (accesses x blocks)),
 // with accesses 3 for a reduction (two reads, one write) and 2 for a copy, and blocks the
-// collective's channels (they share the GPU's HBM); then posts its sends to the fabric. Wire
+// collective's channels (they share the GPU's HBM). Network sends are posted when the copy
+// (into the proxy's buffer) is done. In-server sends (NVLink, PCIe peer to peer) are the copy:
+// the block stores straight into the peer's buffer, so they are posted after the step
+// latency and the primitive ends when both its copy time has passed and they have arrived. Wire
 // bytes are data x the protocol's factor (LL 2, LL128 128/120). A send's slice arrives when the
 // fabric delivers its last byte (GPU memory to GPU memory: NVLink, PCIe, NIC, network).
 // Transfers of one connection stay in order: over the network they are messages on one queue
@@ -138,6 +143,7 @@ class CollectiveEngine final : public CompletionListener {
     LinkClass link = LinkClass::kNet;
     std::uint32_t posted = 0, arrived = 0, consumed = 0;
     std::deque<Bytes> backlog;  // local transfers waiting for the one in flight
+    std::deque<Bytes> handoff;  // network sends the proxy has not handed to the NIC yet
     bool in_flight = false;
   };
   struct Op {
@@ -150,6 +156,7 @@ class CollectiveEngine final : public CompletionListener {
     std::uint32_t rank = 0;
     std::uint32_t begin = 0, end = 0, next = 0;  // ops
     bool busy = false;
+    std::uint32_t pending = 0;  // copy timer + in-server sends still to land
     std::int32_t partner = -1;  // stream to poke when one of its ops finishes
   };
   struct Run {
@@ -173,6 +180,13 @@ class CollectiveEngine final : public CompletionListener {
 
   void on_start(std::uint64_t run);
   void on_op_done(std::uint64_t payload);
+  void on_op_post(std::uint64_t payload);
+  void on_copy_done(std::uint64_t payload);
+  void on_handoff(std::uint64_t payload);
+  Time step_latency(Proto proto, LinkClass link) const;
+  void release(std::uint32_t run, std::uint32_t stream);
+  void post_sends(std::uint32_t run, std::uint32_t op);
+  void complete_op(std::uint32_t run, std::uint32_t stream);
   void on_arrival(std::uint64_t payload);
   void try_advance(std::uint32_t run, std::uint32_t stream);
   void post_transfer(std::uint32_t run, std::uint32_t conn, Bytes wire);
@@ -186,7 +200,7 @@ class CollectiveEngine final : public CompletionListener {
   std::deque<Run> runs_;
   // message id -> (run, conn); messages of other traffic are not ours.
   std::map<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> messages_;
-  HandlerId start_, op_done_, arrival_;
+  HandlerId start_, op_done_, op_post_, copy_done_, handoff_, arrival_;
 };
 
 }  // namespace fabricsim

@@ -31,7 +31,8 @@ std::vector<Vertex> pcie_path(const TopologyGraph& g, Vertex from, Vertex to) {
     }
   }
   if (!parent.contains(to))
-    throw std::invalid_argument(fmt::format("no PCIe path from {} to {}", g[from].name, g[to].name));
+    throw std::invalid_argument(
+        fmt::format("no PCIe path from {} to {}", g[from].name, g[to].name));
   std::vector<Vertex> path{to};
   for (Vertex v = to; v != from; v = parent.at(v)) path.push_back(parent.at(v));
   std::reverse(path.begin(), path.end());
@@ -67,8 +68,8 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
       paired_.push_back(nic);
       continue;
     }
-    paired_.push_back(gpus.at(
-        {n.server, n.index * gpus_per_server[n.server] / nics_per_server[n.server]}));
+    paired_.push_back(
+        gpus.at({n.server, n.index * gpus_per_server[n.server] / nics_per_server[n.server]}));
   }
   // Switch ports, named as the packet model names them, for per-port byte counts.
   for (std::size_t s = 0; s < routing.switch_count(); ++s)
@@ -90,7 +91,8 @@ MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, Vertex to, const LinkI
   double share = 1;
   switch (link.kind) {
     case LinkKind::kNetwork:
-      share = payload_share(params_.nic.format.mtu, params_.nic.format.header) * efficiency_.network;
+      share =
+          payload_share(params_.nic.format.mtu, params_.nic.format.header) * efficiency_.network;
       break;
     case LinkKind::kPcie:
       share = payload_share(params_.host.pcie_max_payload, params_.host.pcie_tlp_overhead) *
@@ -205,7 +207,8 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
     add_pcie_path(r, from, cpu, unit, first);
     auto [it, inserted] = memory_res_.try_emplace(cpu, 0);
     if (inserted) {
-      it->second = solver_.add_resource(static_cast<double>(params_.host.host_memory_rate.bps()) / 8);
+      it->second =
+          solver_.add_resource(static_cast<double>(params_.host.host_memory_rate.bps()) / 8);
       res_bytes_.push_back(0);
     }
     r.resources.push_back(it->second);
@@ -322,7 +325,8 @@ void FlowNetwork::on_drain(std::uint64_t f) {
   Flow& flow = flows_[f];
   const std::uint64_t id = flow.message;
   if (flow.var != UINT32_MAX) {
-    for (const auto r : flow.resources) res_bytes_[r] += static_cast<std::uint64_t>(log_[id].size.count());
+    for (const auto r : flow.resources)
+      res_bytes_[r] += static_cast<std::uint64_t>(log_[id].size.count());
     solver_.remove_variable(flow.var);
     request_update();
   }

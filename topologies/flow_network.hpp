@@ -73,8 +73,7 @@ class FlowNetwork final : public TransferPort {
     Time latency{};
   };
   MaxMinSolver::Res link_resource(Vertex from, Vertex to, const LinkInfo& link);
-  void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet,
-               bool first);
+  void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet, bool first);
   void add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first);
   Route route_of(const Message& m);
   void on_start(std::uint64_t id);
@@ -100,8 +99,8 @@ class FlowNetwork final : public TransferPort {
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_flows_;
   std::vector<std::uint32_t> flow_of_var_;
-  std::vector<Vertex> gpus_;     // by GPU ordinal
-  std::vector<Vertex> paired_;   // per endpoint: its paired GPU (host model)
+  std::vector<Vertex> gpus_;    // by GPU ordinal
+  std::vector<Vertex> paired_;  // per endpoint: its paired GPU (host model)
   std::map<Vertex, std::size_t> switch_of_vertex_;
   bool update_pending_ = false;
   std::uint64_t updates_ = 0, resolved_ = 0;
