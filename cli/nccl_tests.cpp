@@ -84,6 +84,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
   if (scenario.fidelity == Fidelity::kFlow) {
     flow = std::make_unique<FlowNetwork>(sim, cluster.topology, cluster.routing, scenario.network,
                                          scenario.flow_efficiency);
+    flow->set_recycle(true);
     fabric = flow.get();
   } else {
     packet =

@@ -149,6 +149,7 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
                                   ((unit.count() + params_.host.nvlink_max_payload.count() - 1) /
                                    params_.host.nvlink_max_payload.count());
     Bandwidth::rep out = 0, in = 0;
+    Bandwidth hop_rate{};  // one switch-to-GPU link: where the last flit is stored and forwarded
     Time latency{};
     bool any = false;
     for (auto [e, end] = boost::out_edges(src_gpu, g); e != end; ++e) {
@@ -161,6 +162,7 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
       if (g[peer].kind != NodeKind::kNvSwitch || !boost::edge(peer, dst_gpu, g).second) continue;
       out += g[*e].rate.bps();
       in += g[boost::edge(peer, dst_gpu, g).first].rate.bps();
+      hop_rate = g[boost::edge(peer, dst_gpu, g).first].rate;
       latency = g[*e].latency;
       any = true;
     }
@@ -179,7 +181,7 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
       };
       r.resources.push_back(res(src_gpu, true, out));
       r.resources.push_back(res(dst_gpu, false, in));
-      r.latency = latency * 2 + tx_time(flit, Bandwidth::from_bps(in));
+      r.latency = latency * 2 + tx_time(flit, hop_rate);
       return r;
     }
     add_pcie_path(r, src_gpu, dst_gpu, unit, first);
@@ -246,8 +248,14 @@ std::uint32_t FlowNetwork::open_connection() {
 }
 
 std::uint64_t FlowNetwork::post(const Message& m) {
-  const std::uint64_t id = log_.size();
-  log_.push_back(m);
+  std::uint64_t id = log_.size();
+  if (!free_messages_.empty()) {
+    id = free_messages_.back();
+    free_messages_.pop_back();
+    log_[id] = m;
+  } else {
+    log_.push_back(m);
+  }
   if (log_[id].connection == Message::kOwnConnection) log_[id].connection = open_connection();
   sim_.schedule_at(m.start, start_, id);
   return id;
@@ -335,6 +343,7 @@ void FlowNetwork::on_drain(std::uint64_t f) {
   log_.complete(id, sim_.now() + flow.latency);
   auto& queue = connections_[log_[id].connection];
   queue.pop_front();
+  if (recycle_) free_messages_.push_back(id);
   if (!queue.empty()) activate(queue.front());
 }
 

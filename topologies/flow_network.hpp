@@ -46,6 +46,9 @@ class FlowNetwork final : public TransferPort {
   MessageLog& messages() { return log_; }
   const MessageLog& messages() const { return log_; }
   void start_messages();
+  // Reuse the slot of a message once its completion has been reported (for consumers such as
+  // the collective engine that keep what they need; a run's message statistics need it off).
+  void set_recycle(bool on) { recycle_ = on; }
   // Payload bytes that crossed each switch port (by its packet-model name, e.g.
   // "leaf0.port3"), for the same per-port counters as packet level.
   struct PortBytes {
@@ -103,6 +106,8 @@ class FlowNetwork final : public TransferPort {
   std::vector<Vertex> paired_;  // per endpoint: its paired GPU (host model)
   std::map<Vertex, std::size_t> switch_of_vertex_;
   bool update_pending_ = false;
+  bool recycle_ = false;
+  std::vector<std::uint64_t> free_messages_;
   std::uint64_t updates_ = 0, resolved_ = 0;
   HandlerId start_, update_, drain_;
   std::vector<MaxMinSolver::Var> changed_;
