@@ -4,7 +4,8 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
-SCENARIO   ?= scenarios/default.toml
+# `make run`: the case-study replay, before and after the fixes, side by side.
+RUN_ARGS   ?= compare scenarios/case-study-32gpu/before.toml scenarios/case-study-32gpu/after.toml
 FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 GENERATOR  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
@@ -25,7 +26,7 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	$(BUILD)/fabricsim run $(SCENARIO)
+	$(BUILD)/fabricsim $(RUN_ARGS)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

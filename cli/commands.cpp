@@ -8,6 +8,7 @@
 #include "cli/experiment.hpp"
 #include "cli/nccl_tests.hpp"
 #include "cli/output.hpp"
+#include "cli/training.hpp"
 #include "fabricsim/version.hpp"
 #include "loader/scenario.hpp"
 #include "topologies/nccl_xml.hpp"
@@ -245,6 +246,18 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   NcclTestsCli nccl_args;
   add_nccl_tests(app, nccl_args);
 
+  std::vector<std::string> compare_files, compare_overrides;
+  std::string compare_fidelity;
+  CLI::App* compare =
+      app.add_subcommand("compare", "Run several scenarios and print their metrics side by side");
+  compare->add_option("scenarios", compare_files, "Scenario files (TOML)")->required();
+  compare->add_option("--set", compare_overrides, "Override a key in every scenario")
+      ->take_last()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  compare->add_option("--fidelity", compare_fidelity, "packet or flow for every scenario")
+      ->check(CLI::IsMember({"packet", "flow"}));
+
   std::vector<std::string> argv_storage{"fabricsim"};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -269,10 +282,33 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     }
     if (*topo) return run_topo(topo_args, out, err);
     if (app.got_subcommand("nccl-tests")) return run_nccl_tests_command(nccl_args, out, err);
+    if (*compare) {
+      LoadOptions options{.overrides = compare_overrides};
+      if (!compare_fidelity.empty())
+        options.overrides.push_back(fmt::format("fidelity=\"{}\"", compare_fidelity));
+      std::vector<Scenario> scenarios;
+      for (const auto& f : compare_files) scenarios.push_back(load_scenario(f, options));
+      std::vector<RunResult> results;
+      for (std::size_t i = 0; i < scenarios.size(); ++i) {
+        const Scenario& sc = scenarios[i];
+        if (!sc.has_traffic && !sc.has_workload) {
+          err << "fabricsim: error: " << compare_files[i]
+              << ": no [traffic] or [workload] to run\n";
+          return kExitUsage;
+        }
+        err << fmt::format("  running {} ({}/{})\n", sc.name, i + 1, scenarios.size())
+            << std::flush;
+        const BuiltCluster cluster(sc);
+        results.push_back(sc.has_workload ? run_training(sc, cluster) : run_scenario(sc, cluster));
+      }
+      out << compare_report(scenarios, results);
+      return kExitOk;
+    }
     const Scenario s = run_args.load();
-    if (!s.has_traffic) {
+    if (!s.has_traffic && !s.has_workload) {
       err << "fabricsim: error: " << run_args.file
-          << ": the scenario has no [traffic] to run (`fabricsim nccl-tests ... --scenario "
+          << ": the scenario has no [traffic] or [workload] to run (`fabricsim nccl-tests ... "
+             "--scenario "
           << run_args.file << "` runs collectives on it)\n";
       return kExitUsage;
     }
@@ -289,7 +325,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
         callback = [&](Time now, std::uint64_t events) { progress->update(now, events); };
       }
       const auto wall_start = std::chrono::steady_clock::now();
-      result = run_scenario(s, cluster, callback);
+      result =
+          s.has_workload ? run_training(s, cluster, callback) : run_scenario(s, cluster, callback);
       wall_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
       if (progress) progress->finish();

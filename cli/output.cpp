@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <unistd.h>
+#include <algorithm>
 #include <boost/graph/graphviz.hpp>
 #include <cmath>
 #include <fstream>
@@ -77,11 +78,78 @@ std::string text_report(const Scenario& scenario, const RunResult& result) {
   out += "\n";
   std::size_t width = 0;
   for (const auto& m : result.metrics) width = std::max(width, m.name.size());
+  const auto number = [](double v) {
+    const bool whole = v == std::floor(v) && std::fabs(v) < 1e15;
+    return whole ? fmt::format("{:>14.0f}", v) : fmt::format("{:>14.3f}", v);
+  };
+  if (!scenario.expected.empty())
+    out += fmt::format("  {:<{}}  {:>14} {:<9} {:>14}  {}\n", "", width, "model", "", "case",
+                       "model / case");
   for (const auto& m : result.metrics) {
-    const bool whole = m.value == std::floor(m.value) && std::fabs(m.value) < 1e15;
-    out += whole ? fmt::format("  {:<{}}  {:>14.0f} {}\n", m.name, width, m.value, m.unit)
-                 : fmt::format("  {:<{}}  {:>14.3f} {}\n", m.name, width, m.value, m.unit);
+    out += fmt::format("  {:<{}}  {} {:<9}", m.name, width, number(m.value), m.unit);
+    for (const auto& [key, value] : scenario.expected)
+      if (key == m.name)
+        out += fmt::format(" {}  {}", number(value),
+                           value != 0 ? fmt::format("{:.2f}", m.value / value) : std::string("-"));
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += '\n';
   }
+  for (const auto& note : scenario.notes) out += fmt::format("  note: {}\n", note);
+  return out;
+}
+
+std::string compare_report(const std::vector<Scenario>& scenarios,
+                           const std::vector<RunResult>& results) {
+  std::vector<std::string> metrics;  // in first-seen order
+  for (const auto& r : results)
+    for (const auto& m : r.metrics)
+      if (std::find(metrics.begin(), metrics.end(), m.name) == metrics.end())
+        metrics.push_back(m.name);
+  std::size_t width = 6;
+  for (const auto& m : metrics) width = std::max(width, m.size());
+  std::vector<std::vector<std::string>> cells(metrics.size() + 1);
+  std::vector<std::size_t> widths;
+  for (std::size_t c = 0; c < scenarios.size(); ++c) {
+    std::string name = scenarios[c].name;
+    std::size_t w = name.size();
+    cells[0].push_back(name);
+    for (std::size_t row = 0; row < metrics.size(); ++row) {
+      std::string cell = "-";
+      for (const auto& m : results[c].metrics)
+        if (m.name == metrics[row]) {
+          const bool whole = m.value == std::floor(m.value) && std::fabs(m.value) < 1e15;
+          cell = whole ? fmt::format("{:.0f}", m.value) : fmt::format("{:.3f}", m.value);
+        }
+      for (const auto& [key, value] : scenarios[c].expected)
+        if (key == metrics[row]) cell += fmt::format(" ({:g})", value);
+      w = std::max(w, cell.size());
+      cells[row + 1].push_back(cell);
+    }
+    widths.push_back(w);
+  }
+  std::string out = fmt::format("{:<{}}", "metric", width);
+  for (std::size_t c = 0; c < scenarios.size(); ++c)
+    out += fmt::format("  {:>{}}", cells[0][c], widths[c]);
+  out += '\n';
+  for (std::size_t row = 0; row < metrics.size(); ++row) {
+    out += fmt::format("{:<{}}", metrics[row], width);
+    for (std::size_t c = 0; c < scenarios.size(); ++c)
+      out += fmt::format("  {:>{}}", cells[row + 1][c], widths[c]);
+    out += '\n';
+  }
+  bool any_expected = false;
+  for (const auto& s : scenarios) any_expected |= !s.expected.empty();
+  if (any_expected) out += "(in brackets: what the replayed case reported)\n";
+  std::vector<std::string> shown;
+  for (const auto& s : scenarios)
+    for (const auto& note : s.notes)
+      if (std::find(shown.begin(), shown.end(), note) == shown.end()) {
+        shown.push_back(note);
+        out += fmt::format("note ({}): {}\n", s.name, note);
+      }
+  for (std::size_t c = 0; c < scenarios.size(); ++c)
+    for (const auto& e : results[c].errors)
+      out += fmt::format("error ({}): {}\n", scenarios[c].name, e);
   return out;
 }
 

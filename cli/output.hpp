@@ -14,6 +14,10 @@ namespace fabricsim {
 std::string results_json(const Scenario& scenario, const RunResult& result);
 std::string timeseries_csv(const RunResult& result);
 std::string text_report(const Scenario& scenario, const RunResult& result);
+// `fabricsim compare`: one column per scenario, one row per metric; where a scenario gives
+// the replayed case's value ([expected]) it is shown in brackets.
+std::string compare_report(const std::vector<Scenario>& scenarios,
+                           const std::vector<RunResult>& results);
 
 // `fabricsim topo`: the summary as text and JSON, and the graph for Graphviz.
 std::string topology_report(const Scenario& scenario, const TopologySummary& summary);

@@ -384,6 +384,45 @@ void read_nccl(ConfigReader& r, Scenario& s) {
   s.gpu.sms = static_cast<int>(r.integer("gpu_sms", s.gpu.sms, 1, 4096));
 }
 
+// A training step ([workload]); compute times given, or derived from a sustained GPU rate:
+// forward = 2 P t / (g r), backward = 2 x forward (t tokens per server per step, g GPUs per
+// server sharing the model by tensor parallelism, r the sustained FLOP rate per GPU).
+void read_workload(ConfigReader& w, Scenario& s) {
+  WorkloadSpec& k = s.workload;
+  k.model_params = w.real("model_params", 0.0, 0.0, 1e15);
+  k.tokens_per_step =
+      static_cast<std::uint64_t>(w.integer("tokens_per_step", std::nullopt, 1, 1LL << 50));
+  const int servers = std::max(1, s.cluster.servers);
+  const int gpus = s.cluster.servers > 0 ? static_cast<int>(s.cluster.server.gpus.size()) : 1;
+  if (w.has("sustained_tflops")) {
+    const double rate = w.real("sustained_tflops", std::nullopt, 0.001, 1e6) * 1e12;
+    if (k.model_params <= 0)
+      w.error("model_params", "is needed to derive compute time from workload.sustained_tflops");
+    const double tokens = static_cast<double>(k.tokens_per_step) / servers;
+    const double forward_s = 2 * k.model_params * tokens / (gpus * rate);
+    k.forward = Time::from_ps(static_cast<Time::rep>(std::llround(forward_s * 1e12)));
+    k.backward = k.forward * 2;
+    w.not_applicable({"forward_time", "backward_time"}, "workload.sustained_tflops derives them");
+  } else {
+    k.forward = w.time("forward_time", std::nullopt, false);
+    k.backward = w.time("backward_time", std::nullopt, false);
+  }
+  k.optimizer = w.time("optimizer_time", Time::zero(), true);
+  k.gradient_bytes = static_cast<std::uint64_t>(w.bytes("gradient_bytes", Bytes(0), true).count());
+  k.buckets = static_cast<int>(w.integer("buckets", 4, 1, 4096));
+  k.tp_bytes = static_cast<std::uint64_t>(w.bytes("tp_bytes", Bytes(0), true).count());
+  k.tp_collectives =
+      static_cast<int>(w.integer("tp_collectives", k.tp_bytes > 0 ? 2 : 0, 0, 1 << 20));
+  if (k.tp_bytes > 0 && k.tp_collectives == 0)
+    w.error("tp_collectives", "must be at least 1 when workload.tp_bytes is set");
+  k.steps = static_cast<int>(w.integer("steps", 1, 1, 1'000'000));
+  const auto slow =
+      w.integer_list("slow_gpus", {}, 0, static_cast<std::int64_t>(servers) * gpus - 1);
+  const double slow_speed = w.real("slow_gpu_speed", 1.0, 0.01, 100.0);
+  k.gpu_speed.assign(static_cast<std::size_t>(servers * gpus), 1.0);
+  for (auto g : slow) k.gpu_speed[static_cast<std::size_t>(g)] = slow_speed;
+}
+
 void read_prices(ConfigReader& pr, Scenario& s) {
   const auto price = [&](std::string_view key) { return pr.optional_real(key, 0.0, 1e12); };
   Prices& p = s.analysis.prices;
@@ -466,6 +505,22 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
     ConfigReader sw = root.table("switch");
     read_switch(sw, s);
     sw.finish();
+  }
+  s.has_workload = root.has("workload");
+  if (s.has_workload) {
+    ConfigReader w = root.table("workload");
+    read_workload(w, s);
+    w.finish();
+  }
+  if (root.has("expected")) {
+    // Values the replayed case reported, keyed by result metric: shown beside the model's.
+    ConfigReader e = root.table("expected");
+    for (const char* key :
+         {"roce_throughput_gbps", "allreduce_ms_per_step", "allreduce_cross_node_ms",
+          "pfc_pause_frames", "tokens_per_s", "scaling_efficiency", "single_server_tokens_per_s"})
+      if (const auto v = e.optional_real(key, 0.0, 1e18)) s.expected.emplace_back(key, *v);
+    s.notes = e.string_list("notes", {});
+    e.finish();
   }
   {
     ConfigReader nccl = root.table("nccl");

@@ -13,6 +13,7 @@
 #include "loader/config_tree.hpp"
 #include "models/nccl.hpp"
 #include "models/traffic.hpp"
+#include "models/workload.hpp"
 #include "topologies/analysis.hpp"
 #include "topologies/flow_network.hpp"
 #include "topologies/network.hpp"
@@ -40,6 +41,11 @@ struct Scenario {
   NetworkParams network{};
   bool has_traffic = false;  // a [traffic] table is given
   TrafficSpec traffic{};
+  bool has_workload = false;  // a [workload] table is given
+  WorkloadSpec workload{};
+  // What the case a scenario replays reported, by metric name ([expected]), for the report.
+  std::vector<std::pair<std::string, double>> expected;
+  std::vector<std::string> notes;  // [expected] notes: what the report must say about the case
   NcclConfig nccl{};
   GpuSpec gpu{};  // the GPUs' figures for the collective model ([nccl] gpu, or the server's)
   AnalysisOptions analysis{};

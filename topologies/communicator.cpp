@@ -81,8 +81,19 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
     });
   const int total =
       gpus.empty() ? static_cast<int>(topo.endpoints().size()) : static_cast<int>(gpus.size());
-  const int count = opt.ranks > 0 ? opt.ranks : total - opt.first_rank;
-  if (opt.first_rank < 0 || count < 1 || opt.first_rank + count > total)
+  const int count = !opt.gpus.empty() ? static_cast<int>(opt.gpus.size())
+                    : opt.ranks > 0   ? opt.ranks
+                                      : total - opt.first_rank;
+  const auto member = [&](int ordinal) {
+    if (!opt.gpus.empty())
+      return std::find(opt.gpus.begin(), opt.gpus.end(), ordinal) != opt.gpus.end();
+    return ordinal >= opt.first_rank && ordinal < opt.first_rank + count;
+  };
+  for (int g : opt.gpus)
+    if (g < 0 || g >= total)
+      throw std::invalid_argument(
+          fmt::format("GPU {} is not in the cluster (0 to {})", g, total - 1));
+  if (opt.first_rank < 0 || count < 1 || (opt.gpus.empty() && opt.first_rank + count > total))
     throw std::invalid_argument(
         fmt::format("a communicator of {} ranks from rank {} does not fit the cluster's {} {}",
                     count, opt.first_rank, total, gpus.empty() ? "endpoints" : "GPUs"));
@@ -93,7 +104,7 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
   {
     int ordinal = 0;
     for (const auto& [key, v] : gpus) {
-      if (ordinal >= opt.first_rank && ordinal < opt.first_rank + count) {
+      if (member(ordinal)) {
         const auto dist = pcie_distances(g, v);
         std::map<std::uint32_t, int> d;
         for (std::uint32_t e : server_nics[key.first])
@@ -115,9 +126,10 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
       ++ordinal;
     }
     if (gpus.empty())
-      for (int e = opt.first_rank; e < opt.first_rank + count; ++e)
-        layout.ranks.push_back(
-            {static_cast<std::uint32_t>(e), Message::kPairedGpu, static_cast<std::uint32_t>(e)});
+      for (int e = 0; e < total; ++e)
+        if (member(e))
+          layout.ranks.push_back(
+              {static_cast<std::uint32_t>(e), Message::kPairedGpu, static_cast<std::uint32_t>(e)});
   }
 
   // Servers in ring order, each with its ranks in GPU index order.

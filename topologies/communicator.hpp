@@ -29,6 +29,7 @@ namespace fabricsim {
 struct CommunicatorOptions {
   int ranks = 0;                          // 0: every GPU (or endpoint)
   int first_rank = 0;                     // GPU ordinal of rank 0
+  std::vector<int> gpus;                  // explicit GPU ordinals instead, in ordinal order
   std::string server_order = "hostfile";  // "hostfile", "leaf" or "list"
   std::vector<int> server_list;           // with "list": server indices in ring order
   double channel_gbs = 20;                // NCCL's per-channel NVLink bandwidth (GPU model)

@@ -1,0 +1,149 @@
+#include "cli/training.hpp"
+
+#include <fmt/format.h>
+#include <memory>
+
+#include "topologies/communicator.hpp"
+
+namespace fabricsim {
+
+namespace {
+
+struct TrainingRun {
+  WorkloadResult workload;
+  std::vector<std::pair<std::string, std::uint64_t>> counters;
+  std::vector<std::string> errors;
+  Time sim_time{};
+  std::uint64_t events = 0;
+  int channels = 0;
+};
+
+TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const WorkloadSpec& spec,
+                     Simulation::ProgressFn progress) {
+  Simulation sim(s.seed);
+  std::unique_ptr<PacketNetwork> packet;
+  std::unique_ptr<FlowNetwork> flow;
+  TransferPort* fabric = nullptr;
+  if (s.fidelity == Fidelity::kFlow) {
+    flow = std::make_unique<FlowNetwork>(sim, cluster.topology, cluster.routing, s.network,
+                                         s.flow_efficiency);
+    flow->set_recycle(true);
+    fabric = flow.get();
+  } else {
+    packet = std::make_unique<PacketNetwork>(sim, cluster.topology, cluster.routing, s.network);
+    fabric = packet.get();
+  }
+  CollectiveEngine engine(sim, *fabric, s.gpu, s.nccl);
+  const int servers = std::max(1, s.cluster.servers);
+  const int gpus = static_cast<int>(s.cluster.server.gpus.size());
+  CommunicatorOptions base;
+  base.server_order = s.nccl.server_order;
+  base.server_list = s.nccl.server_list;
+  base.channel_gbs = static_cast<double>(s.gpu.channel.bps()) / 8e9;
+  std::vector<std::uint32_t> tp, dp;
+  std::vector<double> speed(static_cast<std::size_t>(servers), 1.0);
+  for (int srv = 0; srv < servers; ++srv) {
+    CommunicatorOptions o = base;
+    o.server_order = "hostfile";
+    o.server_list.clear();
+    o.first_rank = srv * gpus;
+    o.ranks = gpus;
+    tp.push_back(engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
+    for (int g = 0; g < gpus; ++g)
+      speed[static_cast<std::size_t>(srv)] = std::min(
+          speed[static_cast<std::size_t>(srv)], spec.gpu_speed.empty()
+                                                    ? 1.0
+                                                    : spec.gpu_speed[static_cast<std::size_t>(srv * gpus + g)]);
+  }
+  if (servers > 1) {
+    for (int g = 0; g < gpus; ++g) {
+      CommunicatorOptions o = base;
+      for (int srv = 0; srv < servers; ++srv) o.gpus.push_back(srv * gpus + g);
+      dp.push_back(engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
+    }
+  }
+  WorkloadDriver driver(sim, engine, spec, tp, dp, speed);
+  driver.start();
+  if (progress) sim.set_progress_callback(std::move(progress));
+  sim.run_until(s.simulation.stop_time);
+  TrainingRun r;
+  r.workload = driver.result();
+  r.sim_time = sim.now();
+  r.events = sim.events_processed();
+  r.channels = engine.channels(dp.empty() ? tp.front() : dp.front());
+  for (const auto& c : sim.probes().counters()) r.counters.emplace_back(std::string(c.name), c.value);
+  if (packet)
+    for (const auto& e : packet->errors())
+      r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
+  return r;
+}
+
+}  // namespace
+
+RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
+                       Simulation::ProgressFn progress) {
+  if (scenario.cluster.servers < 1)
+    throw std::invalid_argument("a [workload] needs a [server] model (GPUs to train on)");
+  const TrainingRun full = simulate(scenario, cluster, scenario.workload, std::move(progress));
+
+  // The same per-server work on one server alone: no gradient traffic across servers.
+  Scenario one = scenario;
+  one.cluster.servers = 1;
+  one.cluster.fabric.kind = FabricKind::kStar;
+  one.cluster.fabric.switch_ports = 0;
+  one.cluster.fabric.rail_optimized = false;
+  one.workload.tokens_per_step =
+      std::max<std::uint64_t>(1, scenario.workload.tokens_per_step /
+                                     static_cast<std::uint64_t>(scenario.cluster.servers));
+  one.workload.gpu_speed.resize(scenario.cluster.server.gpus.size(), 1.0);
+  const BuiltCluster single(one);
+  const TrainingRun alone = simulate(one, single, one.workload, {});
+
+  RunResult r;
+  const WorkloadResult& w = full.workload;
+  r.status = w.completed ? "completed" : "time-limit";
+  r.errors = full.errors;
+  if (!w.completed)
+    r.errors.push_back(fmt::format("the training step did not finish by simulation.stop_time ({})",
+                                   to_string(scenario.simulation.stop_time)));
+  r.sim_time = full.sim_time;
+  r.events = full.events;
+  r.counters = full.counters;
+  const double n = scenario.cluster.servers;
+  const double dp_s = w.dp_active.seconds();
+  // Bytes each NIC received: its counters at packet level; at flow level what the ring
+  // AllReduces must move, 2(n-1)/n of the gradients of the GPUs that share the NIC.
+  const double nics = static_cast<double>(cluster.topology.endpoints().size());
+  double per_nic_bytes = 2 * (n - 1) / n * static_cast<double>(scenario.workload.gradient_bytes) *
+                         static_cast<double>(scenario.cluster.server.gpus.size()) /
+                         static_cast<double>(scenario.cluster.server.nics.size());
+  if (scenario.fidelity == Fidelity::kPacket) {
+    double received = 0;
+    for (const auto& [name, value] : full.counters)
+      if (name.ends_with(".rx_payload_bytes")) received += static_cast<double>(value);
+    per_nic_bytes = received / nics / scenario.workload.steps;
+  }
+  std::uint64_t pauses = 0;
+  for (const auto& [name, value] : r.counters)
+    if (name.find(".tx_prio") != std::string::npos && name.ends_with("_pause")) pauses += value;
+  const double single_tps = alone.workload.tokens_per_s;
+  r.metrics = {
+      {"step_time_ms", w.step_ms, "ms"},
+      {"compute_ms", w.compute_ms, "ms"},
+      {"exposed_comm_ms", w.exposed_comm_ms, "ms"},
+      {"overlapped_comm_ms", w.overlapped_comm_ms, "ms"},
+      {"allreduce_ms_per_step", w.tp_allreduce_ms + w.dp_allreduce_ms, "ms"},
+      {"allreduce_cross_node_ms", w.dp_allreduce_ms, "ms"},
+      {"roce_throughput_gbps", dp_s > 0 ? per_nic_bytes * 8 / dp_s / 1e9 : 0, "Gb/s"},
+      {"pfc_pause_frames", static_cast<double>(pauses), ""},
+      {"tokens_per_s", w.tokens_per_s, "tokens/s"},
+      {"single_server_tokens_per_s", single_tps, "tokens/s"},
+      {"scaling_efficiency", single_tps > 0 ? w.tokens_per_s / (n * single_tps) : 0, ""},
+      {"collectives_per_step", static_cast<double>(w.collectives) / scenario.workload.steps, ""},
+      {"compute_slowdown_overlapped",
+       compute_slowdown(scenario.gpu, full.channels, Bandwidth{}, false), ""},
+  };
+  return r;
+}
+
+}  // namespace fabricsim

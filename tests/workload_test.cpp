@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/training.hpp"
+#include "loader/scenario.hpp"
+
+using namespace fabricsim;
+
+namespace {
+
+// Two DGX A100 (8 GPUs and 8 NICs each) on one 100G switch, at flow level (fast).
+std::string two_servers(const std::string& workload) {
+  return R"(
+fidelity = "flow"
+[server]
+preset = "dgx-a100"
+count = 2
+[fabric]
+kind = "star"
+link_rate = "100Gbps"
+[workload]
+tokens_per_step = 1000
+forward_time = "10ms"
+backward_time = "20ms"
+optimizer_time = "1ms"
+)" + workload;
+}
+
+double metric(const RunResult& r, const std::string& name) {
+  for (const auto& m : r.metrics)
+    if (m.name == name) return m.value;
+  ADD_FAILURE() << "no metric " << name;
+  return 0;
+}
+
+RunResult train(const std::string& text) {
+  const Scenario s = load_scenario_text(text, "w.toml");
+  const BuiltCluster cluster(s);
+  return run_training(s, cluster);
+}
+
+}  // namespace
+
+TEST(Workload, ComputeAloneSetsTheStepAndTokensPerSecond) {
+  // No gradients, no TP: a step is forward + backward + optimizer = 31 ms on both the cluster
+  // and one server; 1000 tokens per 31 ms; scaling is perfect.
+  const RunResult r = train(two_servers(""));
+  EXPECT_NEAR(metric(r, "step_time_ms"), 31.0, 1e-6);
+  EXPECT_NEAR(metric(r, "tokens_per_s"), 1000 / 0.031, 1e-6);
+  EXPECT_NEAR(metric(r, "scaling_efficiency"), 1.0, 1e-9);
+  EXPECT_NEAR(metric(r, "single_server_tokens_per_s"), 500 / 0.031, 1e-6);
+}
+
+TEST(Workload, GradientBucketsOverlapTheBackwardPassAndStragglersSlowTheStep) {
+  // One bucket: the DP AllReduce starts after the backward pass and is fully exposed.
+  const RunResult exposed = train(two_servers("gradient_bytes = \"64MiB\"\nbuckets = 1\n"));
+  const double ar = metric(exposed, "allreduce_cross_node_ms");
+  EXPECT_GT(ar, 5.0);  // a 2-rank ring moves 64 MiB per GPU through its 12.5 GB/s NIC: 5.4 ms
+  EXPECT_NEAR(metric(exposed, "step_time_ms"), 31.0 + ar, 0.01);
+  EXPECT_NEAR(metric(exposed, "exposed_comm_ms"), ar, 0.01);
+  EXPECT_LT(metric(exposed, "scaling_efficiency"), 1.0);
+  // Four buckets: three of them are reduced while backward still runs.
+  const RunResult overlapped = train(two_servers("gradient_bytes = \"64MiB\"\nbuckets = 4\n"));
+  EXPECT_LT(metric(overlapped, "step_time_ms"), metric(exposed, "step_time_ms") - 5);
+  EXPECT_GT(metric(overlapped, "overlapped_comm_ms"), 5.0);
+  // One GPU at half speed holds back its server, and through the DP AllReduce the other one.
+  const RunResult slow =
+      train(two_servers("gradient_bytes = \"64MiB\"\nbuckets = 1\nslow_gpus = [3]\n"
+                        "slow_gpu_speed = 0.5\n"));
+  EXPECT_NEAR(metric(slow, "step_time_ms"), 62.0 + ar, 0.05);
+}
+
+TEST(Workload, TensorParallelAllReducesRunInsideTheServerAndCount) {
+  const RunResult r =
+      train(two_servers("tp_bytes = \"64MiB\"\ntp_collectives = 8\n"));
+  EXPECT_GT(metric(r, "allreduce_ms_per_step"), 0.1);
+  EXPECT_EQ(metric(r, "allreduce_cross_node_ms"), 0);
+  EXPECT_EQ(metric(r, "collectives_per_step"), 16);  // 8 per server
+  EXPECT_NEAR(metric(r, "step_time_ms"), 31.0 + metric(r, "allreduce_ms_per_step"), 0.01);
+}
+
+TEST(Workload, CaseStudyScenariosLoadAndStateTheirCaseValues) {
+  const std::string dir = std::string(FABRICSIM_SOURCE_DIR) + "/scenarios/case-study-32gpu/";
+  for (const char* f : {"before.toml", "after.toml", "fix-1-roce.toml", "fix-2-nccl-env.toml",
+                        "fix-3-topology.toml", "fix-4-gpudirect.toml"}) {
+    const Scenario s = load_scenario(dir + f);
+    EXPECT_TRUE(s.has_workload) << f;
+    EXPECT_EQ(s.cluster.servers, 4) << f;
+  }
+  const Scenario before = load_scenario(dir + "before.toml");
+  const Scenario after = load_scenario(dir + "after.toml");
+  // after = before + the four fixes, nothing else: compare the resolved scenarios key by key.
+  EXPECT_FALSE(before.network.nic.dcqcn.enabled);
+  EXPECT_TRUE(after.network.nic.dcqcn.enabled);
+  EXPECT_FALSE(before.network.host.gpudirect);
+  EXPECT_TRUE(after.network.host.gpudirect);
+  EXPECT_EQ(before.nccl.server_order, "list");
+  EXPECT_EQ(after.nccl.server_order, "leaf");
+  EXPECT_EQ(after.nccl.buffsize, Bytes(4 << 20));
+  EXPECT_EQ(after.network.nic.ib_timeout, 22);
+  EXPECT_EQ(before.workload.gradient_bytes, after.workload.gradient_bytes);
+  EXPECT_EQ(before.workload.forward, after.workload.forward);
+  EXPECT_FALSE(before.notes.empty());
+}
