@@ -4,10 +4,12 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <sstream>
+#include <thread>
 
 #include "cli/experiment.hpp"
 #include "cli/nccl_tests.hpp"
 #include "cli/output.hpp"
+#include "cli/sweep.hpp"
 #include "cli/training.hpp"
 #include "fabricsim/version.hpp"
 #include "loader/scenario.hpp"
@@ -226,6 +228,16 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   run->add_option("--format", format, "Report format on stdout")
       ->check(CLI::IsMember({"text", "json"}));
   run->add_flag("--quiet,-q", quiet, "Print no report and no progress (results are still written)");
+  std::vector<std::string> sweeps;
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  run->add_option("--sweep", sweeps, "Sweep a key: KEY=V1,V2,... (repeatable; with [sweep])")
+      ->take_last()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  run->add_option("--jobs,-j", jobs, "Sweep points run at once (default: the cores)")
+      ->check(CLI::Range(1u, 1024u));
+  bool no_sweep = false;
+  run->add_flag("--no-sweep", no_sweep, "Run the scenario itself, ignoring its [sweep]");
 
   ScenarioArgs check_args;
   bool resolved = false;
@@ -303,6 +315,19 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       }
       out << compare_report(scenarios, results);
       return kExitOk;
+    }
+    const auto axes = no_sweep ? std::vector<SweepAxis>{} : sweep_axes(run_args.file, sweeps);
+    if (!axes.empty()) {
+      std::vector<std::string> base = run_args.overrides;
+      if (run_args.seed) base.push_back(fmt::format("seed={}", *run_args.seed));
+      if (!run_args.fidelity.empty())
+        base.push_back(fmt::format("fidelity=\"{}\"", run_args.fidelity));
+      const Scenario first = load_scenario(run_args.file, {.overrides = base});
+      const std::filesystem::path dir =
+          out_dir.empty() ? std::filesystem::path("results") / (first.name + "-sweep")
+                          : std::filesystem::path(out_dir);
+      std::ostringstream discard;
+      return run_sweep(run_args.file, base, axes, dir, jobs, quiet ? discard : out, err);
     }
     const Scenario s = run_args.load();
     if (!s.has_traffic && !s.has_workload) {

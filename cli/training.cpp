@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <memory>
 
+#include "cli/nccl_tests.hpp"
 #include "topologies/communicator.hpp"
 
 namespace fabricsim {
@@ -51,15 +52,15 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
     tp.push_back(engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
     for (int g = 0; g < gpus; ++g)
       speed[static_cast<std::size_t>(srv)] = std::min(
-          speed[static_cast<std::size_t>(srv)], spec.gpu_speed.empty()
-                                                    ? 1.0
-                                                    : spec.gpu_speed[static_cast<std::size_t>(srv * gpus + g)]);
+          speed[static_cast<std::size_t>(srv)],
+          spec.gpu_speed.empty() ? 1.0 : spec.gpu_speed[static_cast<std::size_t>(srv * gpus + g)]);
   }
   if (servers > 1) {
     for (int g = 0; g < gpus; ++g) {
       CommunicatorOptions o = base;
       for (int srv = 0; srv < servers; ++srv) o.gpus.push_back(srv * gpus + g);
-      dp.push_back(engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
+      dp.push_back(
+          engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
     }
   }
   WorkloadDriver driver(sim, engine, spec, tp, dp, speed);
@@ -71,7 +72,8 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   r.sim_time = sim.now();
   r.events = sim.events_processed();
   r.channels = engine.channels(dp.empty() ? tp.front() : dp.front());
-  for (const auto& c : sim.probes().counters()) r.counters.emplace_back(std::string(c.name), c.value);
+  for (const auto& c : sim.probes().counters())
+    r.counters.emplace_back(std::string(c.name), c.value);
   if (packet)
     for (const auto& e : packet->errors())
       r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
@@ -92,9 +94,8 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
   one.cluster.fabric.kind = FabricKind::kStar;
   one.cluster.fabric.switch_ports = 0;
   one.cluster.fabric.rail_optimized = false;
-  one.workload.tokens_per_step =
-      std::max<std::uint64_t>(1, scenario.workload.tokens_per_step /
-                                     static_cast<std::uint64_t>(scenario.cluster.servers));
+  one.workload.tokens_per_step = std::max<std::uint64_t>(
+      1, scenario.workload.tokens_per_step / static_cast<std::uint64_t>(scenario.cluster.servers));
   one.workload.gpu_speed.resize(scenario.cluster.server.gpus.size(), 1.0);
   const BuiltCluster single(one);
   const TrainingRun alone = simulate(one, single, one.workload, {});
@@ -143,6 +144,31 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
       {"compute_slowdown_overlapped",
        compute_slowdown(scenario.gpu, full.channels, Bandwidth{}, false), ""},
   };
+  for (const auto& binary : scenario.study_ops) {
+    for (const Bytes size : scenario.study_sizes) {
+      NcclTestsArgs a;
+      a.binary = binary;
+      a.op = *parse_perf_binary(binary);
+      a.min_bytes = a.max_bytes = static_cast<std::uint64_t>(size.count());
+      const NcclTestsResult t = run_nccl_tests(scenario, cluster, a);
+      const std::string op = binary.substr(0, binary.size() - 5);  // "all_reduce"
+      r.metrics.push_back({fmt::format("busbw_{}_{}", op, to_string(size)),
+                           t.rows.empty() ? 0 : t.rows.front().busbw[0], "GB/s"});
+      for (const auto& e : t.errors) r.errors.push_back(e);
+    }
+  }
+  if (!scenario.study_ops.empty()) {
+    const TopologySummary t = analyse(cluster.topology, cluster.routing, scenario.analysis);
+    r.metrics.push_back({"switches", static_cast<double>(t.switches), ""});
+    r.metrics.push_back({"cables", static_cast<double>(t.host_cables + t.fabric_cables), ""});
+    r.metrics.push_back({"optical_cables", static_cast<double>(t.optical_cables), ""});
+    r.metrics.push_back({"bisection_gbps", t.bisection_gbps, "Gb/s"});
+    if (t.cost.contains("total")) {
+      r.metrics.push_back({"cost_total", t.cost.at("total"), ""});
+      r.metrics.push_back({"cost_per_token_per_s",
+                           w.tokens_per_s > 0 ? t.cost.at("total") / w.tokens_per_s : 0, ""});
+    }
+  }
   return r;
 }
 

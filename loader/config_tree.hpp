@@ -119,6 +119,8 @@ class ConfigReader {
   // Adds an error about `key` of this table (positioned at the key's value when present).
   void error(std::string_view key, std::string_view message);
   bool has(std::string_view key) const;
+  // Accepts `key` without reading it (a table another layer interprets, e.g. [sweep]).
+  void skip(std::string_view key) { known_.emplace_back(key); }
   // Keys that exist in the schema but do not apply here: an error if written, naming why.
   void not_applicable(const std::vector<std::string_view>& keys, std::string_view why);
 

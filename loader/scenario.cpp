@@ -506,6 +506,7 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
     read_switch(sw, s);
     sw.finish();
   }
+  root.skip("sweep");  // expanded by `fabricsim run` into one scenario per point
   s.has_workload = root.has("workload");
   if (s.has_workload) {
     ConfigReader w = root.table("workload");
@@ -521,6 +522,23 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
       if (const auto v = e.optional_real(key, 0.0, 1e18)) s.expected.emplace_back(key, *v);
     s.notes = e.string_list("notes", {});
     e.finish();
+  }
+  if (root.has("study")) {
+    ConfigReader st = root.table("study");
+    for (const auto& text : st.string_list("busbw_sizes", {})) {
+      try {
+        s.study_sizes.push_back(parse_bytes(text));
+      } catch (const UnitError& e) {
+        st.error("busbw_sizes", e.what());
+      }
+    }
+    const auto binaries = perf_binaries();
+    s.study_ops = st.string_list("busbw_ops", {"all_reduce_perf"});
+    for (const auto& op : s.study_ops)
+      if (!parse_perf_binary(op))
+        st.error("busbw_ops",
+                 fmt::format("\"{}\" is not one of {}", op, fmt::join(binaries, ", ")));
+    st.finish();
   }
   {
     ConfigReader nccl = root.table("nccl");

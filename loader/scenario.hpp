@@ -46,6 +46,10 @@ struct Scenario {
   // What the case a scenario replays reported, by metric name ([expected]), for the report.
   std::vector<std::pair<std::string, double>> expected;
   std::vector<std::string> notes;  // [expected] notes: what the report must say about the case
+  // [study]: collectives measured nccl-tests style on the same fabric, and the topology's
+  // counts and cost, reported with a [workload] run (buying studies).
+  std::vector<Bytes> study_sizes;
+  std::vector<std::string> study_ops;  // nccl-tests binaries
   NcclConfig nccl{};
   GpuSpec gpu{};  // the GPUs' figures for the collective model ([nccl] gpu, or the server's)
   AnalysisOptions analysis{};

@@ -5,8 +5,8 @@
 
 namespace fabricsim {
 
-WorkloadDriver::WorkloadDriver(Simulation& sim, CollectiveEngine& engine,
-                               const WorkloadSpec& spec, std::vector<std::uint32_t> server_comms,
+WorkloadDriver::WorkloadDriver(Simulation& sim, CollectiveEngine& engine, const WorkloadSpec& spec,
+                               std::vector<std::uint32_t> server_comms,
                                std::vector<std::uint32_t> dp_comms,
                                std::vector<double> server_speed)
     : sim_(sim),
@@ -53,7 +53,9 @@ WorkloadDriver::WorkloadDriver(Simulation& sim, CollectiveEngine& engine,
   result_.compute_ms = compute.us() / 1e3 / slowest;
 }
 
-void WorkloadDriver::start() { begin_step(); }
+void WorkloadDriver::start() {
+  begin_step();
+}
 
 void WorkloadDriver::begin_step() {
   step_start_ = sim_.now();
@@ -72,17 +74,16 @@ void WorkloadDriver::advance(std::uint64_t s) {
     switch (a.kind) {
       case Kind::kCompute: {
         ++next_[s];
-        const auto ps = static_cast<Time::rep>(
-            std::llround(static_cast<double>(a.duration.ps()) / speed_[s]));
+        const auto ps =
+            static_cast<Time::rep>(std::llround(static_cast<double>(a.duration.ps()) / speed_[s]));
         sim_.schedule_in(Time::from_ps(ps), advance_, s);
         return;
       }
       case Kind::kTpAllReduce: {
         ++next_[s];
         if (a.bytes == 0) continue;
-        const auto id = engine_.launch(server_comms_[s],
-                                       {.op = CollOp::kAllReduce, .bytes = a.bytes}, sim_.now(),
-                                       this);
+        const auto id = engine_.launch(
+            server_comms_[s], {.op = CollOp::kAllReduce, .bytes = a.bytes}, sim_.now(), this);
         tp_owner_[id] = static_cast<std::uint32_t>(s);
         ++result_.collectives;
         return;
@@ -109,14 +110,13 @@ void WorkloadDriver::advance(std::uint64_t s) {
             const double n = spec_.steps;
             result_.completed = true;
             result_.step_ms = step_total_ms_ / n;
-            result_.tp_allreduce_ms =
-                tp_total_ms_ / n / static_cast<double>(server_comms_.size());
+            result_.tp_allreduce_ms = tp_total_ms_ / n / static_cast<double>(server_comms_.size());
             result_.dp_allreduce_ms = dp_total_ms_ / n;
             result_.exposed_comm_ms = std::max(0.0, result_.step_ms - result_.compute_ms);
             result_.overlapped_comm_ms = std::max(
                 0.0, result_.tp_allreduce_ms + result_.dp_allreduce_ms - result_.exposed_comm_ms);
-            result_.tokens_per_s = static_cast<double>(spec_.tokens_per_step) /
-                                   (result_.step_ms * 1e-3);
+            result_.tokens_per_s =
+                static_cast<double>(spec_.tokens_per_step) / (result_.step_ms * 1e-3);
           }
         }
         return;

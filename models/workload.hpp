@@ -27,15 +27,15 @@
 namespace fabricsim {
 
 struct WorkloadSpec {
-  double model_params = 0;             // informational (the report shows it)
-  std::uint64_t tokens_per_step = 0;   // over all servers
+  double model_params = 0;                  // informational (the report shows it)
+  std::uint64_t tokens_per_step = 0;        // over all servers
   Time forward{}, backward{}, optimizer{};  // per step, GPU at speed 1
-  std::uint64_t gradient_bytes = 0;    // per GPU per step, AllReduced across servers
+  std::uint64_t gradient_bytes = 0;         // per GPU per step, AllReduced across servers
   int buckets = 4;
-  std::uint64_t tp_bytes = 0;          // per GPU per step, AllReduced inside the server
-  int tp_collectives = 0;              // how many TP AllReduces share tp_bytes
+  std::uint64_t tp_bytes = 0;  // per GPU per step, AllReduced inside the server
+  int tp_collectives = 0;      // how many TP AllReduces share tp_bytes
   int steps = 1;
-  std::vector<double> gpu_speed;       // per GPU ordinal (server-major); empty: all 1
+  std::vector<double> gpu_speed;  // per GPU ordinal (server-major); empty: all 1
 };
 
 struct WorkloadResult {
@@ -67,8 +67,8 @@ class WorkloadDriver final : public CollectiveListener {
   enum class Kind { kCompute, kTpAllReduce, kBucketReady, kWaitDp, kStepEnd };
   struct Action {
     Kind kind;
-    Time duration{};           // compute
-    std::uint64_t bytes = 0;   // TP AllReduce
+    Time duration{};          // compute
+    std::uint64_t bytes = 0;  // TP AllReduce
     int bucket = 0;
   };
   void advance(std::uint64_t server);
@@ -84,7 +84,7 @@ class WorkloadDriver final : public CollectiveListener {
   std::vector<std::size_t> next_;
   std::vector<int> ready_;  // servers with bucket j ready
   int next_bucket_ = 0;
-  int dp_pending_ = 0;      // DP collectives of the current bucket still running
+  int dp_pending_ = 0;  // DP collectives of the current bucket still running
   int servers_done_ = 0;
   int step_ = 0;
   Time step_start_{}, bucket_start_{};

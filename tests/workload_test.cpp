@@ -75,8 +75,7 @@ TEST(Workload, GradientBucketsOverlapTheBackwardPassAndStragglersSlowTheStep) {
 }
 
 TEST(Workload, TensorParallelAllReducesRunInsideTheServerAndCount) {
-  const RunResult r =
-      train(two_servers("tp_bytes = \"64MiB\"\ntp_collectives = 8\n"));
+  const RunResult r = train(two_servers("tp_bytes = \"64MiB\"\ntp_collectives = 8\n"));
   EXPECT_GT(metric(r, "allreduce_ms_per_step"), 0.1);
   EXPECT_EQ(metric(r, "allreduce_cross_node_ms"), 0);
   EXPECT_EQ(metric(r, "collectives_per_step"), 16);  // 8 per server

@@ -1,0 +1,31 @@
+#pragma once
+// Parameter sweeps: `[sweep]` in a scenario ("key.path" = [v1, v2, ...]) and/or
+// `--sweep key=v1,v2,...` on the command line. The cartesian product of the axes (first axis
+// slowest) runs in parallel over the local cores; every point is the scenario with that
+// point's values as overrides, its results written to OUT/point-NNN/, and a summary table
+// (one column per point) printed and written to OUT/summary.txt. Points are independent
+// simulations, so the results do not depend on how they were scheduled.
+
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace fabricsim {
+
+struct SweepAxis {
+  std::string key;
+  std::vector<std::string> values;  // TOML literals, as --set takes them
+};
+
+// The axes of `file`'s [sweep] table, then those of `--sweep` arguments. Throws
+// std::invalid_argument naming a malformed one.
+std::vector<SweepAxis> sweep_axes(const std::filesystem::path& file,
+                                  const std::vector<std::string>& cli_sweeps);
+
+// Runs every point; returns the exit code (0, or 1 when a point failed).
+int run_sweep(const std::filesystem::path& file, const std::vector<std::string>& overrides,
+              const std::vector<SweepAxis>& axes, const std::filesystem::path& out_dir,
+              unsigned workers, std::ostream& out, std::ostream& err);
+
+}  // namespace fabricsim
