@@ -237,6 +237,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   run->add_option("--jobs,-j", jobs, "Sweep points run at once (default: the cores)")
       ->check(CLI::Range(1u, 1024u));
   bool no_sweep = false;
+  std::string trace_file;
+  run->add_option("--trace", trace_file,
+                  "With a [workload]: write the step timeline as a Chrome/Perfetto trace (JSON)");
   run->add_flag("--no-sweep", no_sweep, "Run the scenario itself, ignoring its [sweep]");
 
   ScenarioArgs check_args;
@@ -330,6 +333,10 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return run_sweep(run_args.file, base, axes, dir, jobs, quiet ? discard : out, err);
     }
     const Scenario s = run_args.load();
+    if (!trace_file.empty() && !s.has_workload) {
+      err << "fabricsim: error: --trace needs a scenario with a [workload]\n";
+      return kExitUsage;
+    }
     if (!s.has_traffic && !s.has_workload) {
       err << "fabricsim: error: " << run_args.file
           << ": the scenario has no [traffic] or [workload] to run (`fabricsim nccl-tests ... "
@@ -350,8 +357,11 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
         callback = [&](Time now, std::uint64_t events) { progress->update(now, events); };
       }
       const auto wall_start = std::chrono::steady_clock::now();
-      result =
-          s.has_workload ? run_training(s, cluster, callback) : run_scenario(s, cluster, callback);
+      std::vector<TraceSpan> spans;
+      result = s.has_workload
+                   ? run_training(s, cluster, callback, trace_file.empty() ? nullptr : &spans)
+                   : run_scenario(s, cluster, callback);
+      if (!trace_file.empty()) write_file_atomically(trace_file, chrome_trace(spans));
       wall_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
       if (progress) progress->finish();

@@ -154,6 +154,7 @@ std::string compare_report(const std::vector<Scenario>& scenarios,
 }
 
 void write_file_atomically(const fs::path& file, const std::string& content) {
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
   const fs::path tmp = file.string() + fmt::format(".tmp.{}", ::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

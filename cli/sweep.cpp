@@ -106,13 +106,15 @@ int run_sweep(const std::filesystem::path& file, const std::vector<std::string>&
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned t = 0; t < std::max(1u, std::min<unsigned>(workers, static_cast<unsigned>(points.size()))); ++t)
+  for (unsigned t = 0;
+       t < std::max(1u, std::min<unsigned>(workers, static_cast<unsigned>(points.size()))); ++t)
     threads.emplace_back(work);
   for (auto& t : threads) t.join();
   int code = 0;
   for (std::size_t i = 0; i < points.size(); ++i)
     if (!failures[i].empty()) {
-      err << fmt::format("fabricsim: point {} ({}) failed: {}\n", i, scenarios[i].name, failures[i]);
+      err << fmt::format("fabricsim: point {} ({}) failed: {}\n", i, scenarios[i].name,
+                         failures[i]);
       code = 1;
     }
   std::string summary = compare_report(scenarios, results);

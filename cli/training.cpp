@@ -20,7 +20,7 @@ struct TrainingRun {
 };
 
 TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const WorkloadSpec& spec,
-                     Simulation::ProgressFn progress) {
+                     Simulation::ProgressFn progress, bool trace) {
   Simulation sim(s.seed);
   std::unique_ptr<PacketNetwork> packet;
   std::unique_ptr<FlowNetwork> flow;
@@ -64,6 +64,7 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
     }
   }
   WorkloadDriver driver(sim, engine, spec, tp, dp, speed);
+  if (trace) driver.enable_trace();
   driver.start();
   if (progress) sim.set_progress_callback(std::move(progress));
   sim.run_until(s.simulation.stop_time);
@@ -83,10 +84,12 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
 }  // namespace
 
 RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
-                       Simulation::ProgressFn progress) {
+                       Simulation::ProgressFn progress, std::vector<TraceSpan>* trace) {
   if (scenario.cluster.servers < 1)
     throw std::invalid_argument("a [workload] needs a [server] model (GPUs to train on)");
-  const TrainingRun full = simulate(scenario, cluster, scenario.workload, std::move(progress));
+  const TrainingRun full =
+      simulate(scenario, cluster, scenario.workload, std::move(progress), trace != nullptr);
+  if (trace != nullptr) *trace = full.workload.trace;
 
   // The same per-server work on one server alone: no gradient traffic across servers.
   Scenario one = scenario;
@@ -98,7 +101,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
       1, scenario.workload.tokens_per_step / static_cast<std::uint64_t>(scenario.cluster.servers));
   one.workload.gpu_speed.resize(scenario.cluster.server.gpus.size(), 1.0);
   const BuiltCluster single(one);
-  const TrainingRun alone = simulate(one, single, one.workload, {});
+  const TrainingRun alone = simulate(one, single, one.workload, {}, false);
 
   RunResult r;
   const WorkloadResult& w = full.workload;
@@ -170,6 +173,37 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
     }
   }
   return r;
+}
+
+}  // namespace fabricsim
+
+namespace fabricsim {
+
+std::string chrome_trace(const std::vector<TraceSpan>& spans) {
+  std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  int servers = 0;
+  for (const auto& sp : spans) servers = std::max(servers, sp.server + 1);
+  const char* tracks[] = {"compute", "TP AllReduce", "DP AllReduce"};
+  bool first = true;
+  const auto add = [&](const std::string& event) {
+    out += (first ? "  " : ",\n  ") + event;
+    first = false;
+  };
+  for (int s = 0; s < servers; ++s) {
+    add(fmt::format(
+        R"({{"name": "process_name", "ph": "M", "pid": {}, "args": {{"name": "server {}"}}}})", s,
+        s));
+    for (int t = 0; t < 3; ++t)
+      add(fmt::format(
+          R"({{"name": "thread_name", "ph": "M", "pid": {}, "tid": {}, "args": {{"name": "{}"}}}})",
+          s, t, tracks[t]));
+  }
+  for (const auto& sp : spans)
+    add(fmt::format(
+        R"({{"name": "{}", "cat": "{}", "ph": "X", "ts": {:.3f}, "dur": {:.3f}, "pid": {}, "tid": {}}})",
+        sp.name, tracks[sp.track], sp.start.us(), sp.duration.us(), sp.server, sp.track));
+  out += "\n]}\n";
+  return out;
 }
 
 }  // namespace fabricsim

@@ -18,7 +18,12 @@
 
 namespace fabricsim {
 
+// `trace` (when not null) receives the step timeline of the cluster run.
 RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
-                       Simulation::ProgressFn progress = {});
+                       Simulation::ProgressFn progress = {},
+                       std::vector<TraceSpan>* trace = nullptr);
+// The timeline as a Chrome/Perfetto trace (JSON; load it in ui.perfetto.dev): one process per
+// server, threads for compute, TP AllReduces and DP AllReduces.
+std::string chrome_trace(const std::vector<TraceSpan>& spans);
 
 }  // namespace fabricsim

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace fabricsim {
 
 WorkloadDriver::WorkloadDriver(Simulation& sim, CollectiveEngine& engine, const WorkloadSpec& spec,
@@ -29,18 +31,21 @@ WorkloadDriver::WorkloadDriver(Simulation& sim, CollectiveEngine& engine, const 
   };
   const int nf = std::max(1, tp_forward);
   for (int i = 0; i < nf; ++i) {
-    plan_.push_back({.kind = Kind::kCompute, .duration = piece(spec_.forward, nf, i)});
+    plan_.push_back(
+        {.kind = Kind::kCompute, .duration = piece(spec_.forward, nf, i), .name = "forward"});
     if (i < tp_forward) plan_.push_back({.kind = Kind::kTpAllReduce, .bytes = tp_each});
   }
   for (int j = 0; j < buckets; ++j) {
-    plan_.push_back({.kind = Kind::kCompute, .duration = piece(spec_.backward, buckets, j)});
+    plan_.push_back({.kind = Kind::kCompute,
+                     .duration = piece(spec_.backward, buckets, j),
+                     .name = "backward"});
     const int tp_here = tp_backward * (j + 1) / buckets - tp_backward * j / buckets;
     for (int k = 0; k < tp_here; ++k)
       plan_.push_back({.kind = Kind::kTpAllReduce, .bytes = tp_each});
     plan_.push_back({.kind = Kind::kBucketReady, .bucket = j});
   }
   plan_.push_back({.kind = Kind::kWaitDp});
-  plan_.push_back({.kind = Kind::kCompute, .duration = spec_.optimizer});
+  plan_.push_back({.kind = Kind::kCompute, .duration = spec_.optimizer, .name = "optimizer"});
   plan_.push_back({.kind = Kind::kStepEnd});
   const std::size_t servers = server_comms_.size();
   next_.assign(servers, 0);
@@ -76,6 +81,8 @@ void WorkloadDriver::advance(std::uint64_t s) {
         ++next_[s];
         const auto ps =
             static_cast<Time::rep>(std::llround(static_cast<double>(a.duration.ps()) / speed_[s]));
+        if (trace_ && ps > 0)
+          result_.trace.push_back({a.name, static_cast<int>(s), 0, sim_.now(), Time::from_ps(ps)});
         sim_.schedule_in(Time::from_ps(ps), advance_, s);
         return;
       }
@@ -156,11 +163,18 @@ void WorkloadDriver::on_collective_done(std::uint32_t id) {
     tp_owner_.erase(it);
     const CollectiveResult& r = engine_.result(id);
     tp_total_ms_ += (r.finish() - r.start).us() / 1e3;
+    if (trace_)
+      result_.trace.push_back(
+          {"TP AllReduce", static_cast<int>(s), 1, r.start, r.finish() - r.start});
     sim_.schedule_at(r.finish(), advance_, s);
     return;
   }
   if (--dp_pending_ > 0) return;
   dp_total_ms_ += (sim_.now() - bucket_start_).us() / 1e3;
+  if (trace_)
+    for (std::size_t s = 0; s < server_comms_.size(); ++s)
+      result_.trace.push_back({fmt::format("DP AllReduce bucket {}", next_bucket_),
+                               static_cast<int>(s), 2, bucket_start_, sim_.now() - bucket_start_});
   result_.dp_active += sim_.now() - bucket_start_;
   ++next_bucket_;
   try_launch_bucket();

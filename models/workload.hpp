@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "models/collective.hpp"
@@ -38,6 +39,15 @@ struct WorkloadSpec {
   std::vector<double> gpu_speed;  // per GPU ordinal (server-major); empty: all 1
 };
 
+// One span of the step timeline (for a Chrome/Perfetto trace): track 0 compute, 1 TP
+// AllReduces, 2 DP AllReduces, per server.
+struct TraceSpan {
+  std::string name;
+  int server = 0;
+  int track = 0;
+  Time start{}, duration{};
+};
+
 struct WorkloadResult {
   int servers = 0;
   double step_ms = 0;          // mean over steps
@@ -50,6 +60,7 @@ struct WorkloadResult {
   std::uint64_t collectives = 0;
   Time dp_active{};  // total time some DP AllReduce was running
   bool completed = false;
+  std::vector<TraceSpan> trace;  // when tracing
 };
 
 class WorkloadDriver final : public CollectiveListener {
@@ -60,6 +71,7 @@ class WorkloadDriver final : public CollectiveListener {
                  std::vector<std::uint32_t> server_comms, std::vector<std::uint32_t> dp_comms,
                  std::vector<double> server_speed);
   void start();
+  void enable_trace() { trace_ = true; }
   const WorkloadResult& result() const { return result_; }
   void on_collective_done(std::uint32_t id) override;
 
@@ -70,6 +82,7 @@ class WorkloadDriver final : public CollectiveListener {
     Time duration{};          // compute
     std::uint64_t bytes = 0;  // TP AllReduce
     int bucket = 0;
+    const char* name = "";  // compute: forward, backward, optimizer
   };
   void advance(std::uint64_t server);
   void try_launch_bucket();
@@ -92,6 +105,7 @@ class WorkloadDriver final : public CollectiveListener {
   std::vector<bool> waiting_dp_;
   double tp_total_ms_ = 0, dp_total_ms_ = 0, step_total_ms_ = 0;
   WorkloadResult result_;
+  bool trace_ = false;
   HandlerId advance_;
 };
 

@@ -350,3 +350,27 @@ TEST(Sweep, RunsEveryPointInParallelAndEachEqualsItsSingleRun) {
   fs::remove_all(dir);
   fs::remove_all(single);
 }
+
+TEST(Workload, RunReportsTheCaseMetricsAndWritesAPerfettoTrace) {
+  const fs::path dir = temp_dir("workload");
+  const Outcome o = cli({"run", kSource + "/tests/data/workload.toml", "--out", dir.string(),
+                         "--trace", (dir / "trace.json").string()});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::string results = read(dir / "results.json");
+  for (const char* key :
+       {"roce_throughput_gbps", "allreduce_ms_per_step", "allreduce_cross_node_ms",
+        "pfc_pause_frames", "tokens_per_s", "scaling_efficiency"})
+    EXPECT_NE(results.find(std::string("\"") + key + "\""), std::string::npos) << key;
+  const std::string trace = read(dir / "trace.json");
+  EXPECT_EQ(trace.rfind("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", 0), 0u);
+  EXPECT_NE(trace.find("\"name\": \"forward\", \"cat\": \"compute\", \"ph\": \"X\", \"ts\": 0.000"),
+            std::string::npos);
+  EXPECT_NE(trace.find("\"name\": \"DP AllReduce bucket 0\""), std::string::npos);
+  EXPECT_NE(trace.find("\"name\": \"TP AllReduce\""), std::string::npos);
+  EXPECT_EQ(trace.substr(trace.size() - 4), "\n]}\n");
+  // --trace is for training steps only.
+  EXPECT_EQ(
+      cli({"run", kSource + "/scenarios/default.toml", "--trace", (dir / "t.json").string()}).code,
+      2);
+  fs::remove_all(dir);
+}
