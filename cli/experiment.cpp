@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "topologies/monitor.hpp"
 
@@ -33,6 +34,54 @@ auto ends_with(std::string_view suffix) {
 }
 
 }  // namespace
+
+std::vector<LinkLoad> bottleneck_summary(
+    PacketNetwork& net, const Topology& topo, const Routing& routing, Time span,
+    const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer) {
+  std::vector<LinkLoad> all;
+  if (span <= Time::zero()) return all;
+  std::map<std::string, std::uint64_t> by_name(counters.begin(), counters.end());
+  const auto add = [&](const std::string& layer, const EgressPort& port) {
+    double paused_ns = 0;
+    for (int p = 0; p < 8; ++p) {
+      const auto it = by_name.find(fmt::format("{}.rx_prio{}_pause_duration_ns", port.name(), p));
+      if (it != by_name.end()) paused_ns += static_cast<double>(it->second);
+    }
+    const double util = static_cast<double>(port.tx_bytes()) * 8 /
+                        (span.seconds() * static_cast<double>(port.config().rate.bps()));
+    if (util > 0 || paused_ns > 0) all.push_back({layer, port.name(), util, paused_ns / 1e3});
+  };
+  if (const HostFabric* h = net.host_fabric())
+    h->for_each_port([&](const char* layer, const EgressPort& port) { add(layer, port); });
+  for (std::size_t e = 0; e < net.nic_count(); ++e) add("NIC", net.nic(e).port());
+  const auto& g = topo.graph();
+  for (std::size_t s = 0; s < net.switch_count(); ++s) {
+    const int tier = g[routing.switch_vertex(s)].tier;
+    for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
+      const bool to_switch = g[routing.ports(s)[p].peer].kind == NodeKind::kSwitch;
+      const std::string layer = tier <= 1 ? (to_switch ? "leaf uplink" : "leaf downlink")
+                                          : (tier == 2 ? "spine" : "core");
+      add(layer, net.network_switch(s).port(p));
+    }
+  }
+  // Per layer the busiest few; layers ordered by their busiest link.
+  std::map<std::string, std::vector<LinkLoad>> layers;
+  for (auto& l : all) layers[l.layer].push_back(l);
+  std::vector<std::vector<LinkLoad>> ordered;
+  for (auto& [name, links] : layers) {
+    std::stable_sort(links.begin(), links.end(), [](const LinkLoad& a, const LinkLoad& b) {
+      return a.utilization > b.utilization;
+    });
+    links.resize(std::min(links.size(), per_layer));
+    ordered.push_back(std::move(links));
+  }
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    return a.front().utilization > b.front().utilization;
+  });
+  std::vector<LinkLoad> out;
+  for (auto& links : ordered) out.insert(out.end(), links.begin(), links.end());
+  return out;
+}
 
 BuiltCluster::BuiltCluster(const Scenario& scenario)
     : topology(build_cluster(scenario.cluster)),
@@ -185,6 +234,8 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
       });
   for (const auto& e : fabric.errors())
     r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
+  r.bottlenecks =
+      bottleneck_summary(fabric, cluster.topology, cluster.routing, r.sim_time, r.counters);
   r.series_names = sampler.names();
   r.series_times = sampler.times();
   r.series_values = sampler.values();

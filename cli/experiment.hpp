@@ -18,6 +18,14 @@ struct Metric {
   std::string unit;  // for the text report; results.json carries the unit in the name
 };
 
+// One busy link of the bottleneck summary.
+struct LinkLoad {
+  std::string layer;  // NVLink, PCIe, host memory, NIC, leaf downlink, leaf uplink, spine
+  std::string port;
+  double utilization = 0;  // transmitted bits / (run time x rate)
+  double paused_us = 0;    // time its transmitter was paused by PFC
+};
+
 struct RunResult {
   std::string status;  // "completed" (all traffic done), "time-limit", "deadlock", "no-progress"
   std::vector<std::string> errors;  // transport errors and what stopped the run, one line each
@@ -25,6 +33,7 @@ struct RunResult {
   std::uint64_t events = 0;
   std::vector<Metric> metrics;
   std::vector<std::pair<std::string, std::uint64_t>> counters;
+  std::vector<LinkLoad> bottlenecks;  // the busiest links of each layer, busiest layer first
   // Sampled gauges (aligned with times).
   std::vector<std::string> series_names;
   std::vector<Time> series_times;
@@ -41,6 +50,11 @@ struct BuiltCluster {
   Topology topology;
   Routing routing;
 };
+
+// The most utilised links per layer over `span` (packet level), with their pause time.
+std::vector<LinkLoad> bottleneck_summary(
+    PacketNetwork& net, const Topology& topo, const Routing& routing, Time span,
+    const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer = 2);
 
 // `progress` is called now and then with the simulated time and event count (empty: never).
 RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,

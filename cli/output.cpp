@@ -24,6 +24,12 @@ std::string results_json(const Scenario& scenario, const RunResult& result) {
   for (const auto& n : result.series_names) series.push_back(n);
   toml::array errors;
   for (const auto& e : result.errors) errors.push_back(e);
+  toml::array bottlenecks;
+  for (const auto& l : result.bottlenecks)
+    bottlenecks.push_back(toml::table{{"layer", l.layer},
+                                      {"port", l.port},
+                                      {"utilization", l.utilization},
+                                      {"paused_us", l.paused_us}});
 
   toml::table root{
       {"fabricsim_version", kVersion},
@@ -33,6 +39,7 @@ std::string results_json(const Scenario& scenario, const RunResult& result) {
       {"sim_time_ps", result.sim_time.ps()},
       {"events", static_cast<std::int64_t>(result.events)},
       {"errors", errors},
+      {"bottlenecks", std::move(bottlenecks)},
       {"metrics", std::move(metrics)},
       {"counters", std::move(counters)},
       {"timeseries", toml::table{{"file", result.series_names.empty() ? "" : "timeseries.csv"},
@@ -95,6 +102,13 @@ std::string text_report(const Scenario& scenario, const RunResult& result) {
     out += '\n';
   }
   for (const auto& note : scenario.notes) out += fmt::format("  note: {}\n", note);
+  if (!result.bottlenecks.empty()) {
+    out += fmt::format("\n  bottlenecks (busiest links per layer over the run; bounded by: {}):\n",
+                       result.bottlenecks.front().layer);
+    for (const auto& l : result.bottlenecks)
+      out += fmt::format("    {:<14} {:<40} {:>6.1f} %  paused {:.1f} us\n", l.layer, l.port,
+                         l.utilization * 100, l.paused_us);
+  }
   return out;
 }
 

@@ -14,6 +14,7 @@ struct TrainingRun {
   WorkloadResult workload;
   std::vector<std::pair<std::string, std::uint64_t>> counters;
   std::vector<std::string> errors;
+  std::vector<LinkLoad> bottlenecks;
   Time sim_time{};
   std::uint64_t events = 0;
   int channels = 0;
@@ -75,9 +76,12 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   r.channels = engine.channels(dp.empty() ? tp.front() : dp.front());
   for (const auto& c : sim.probes().counters())
     r.counters.emplace_back(std::string(c.name), c.value);
-  if (packet)
+  if (packet) {
     for (const auto& e : packet->errors())
       r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
+    r.bottlenecks =
+        bottleneck_summary(*packet, cluster.topology, cluster.routing, sim.now(), r.counters);
+  }
   return r;
 }
 
@@ -113,6 +117,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
   r.sim_time = full.sim_time;
   r.events = full.events;
   r.counters = full.counters;
+  r.bottlenecks = full.bottlenecks;
   const double n = scenario.cluster.servers;
   const double dp_s = w.dp_active.seconds();
   // Bytes each NIC received: its counters at packet level; at flow level what the ring

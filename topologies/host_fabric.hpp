@@ -65,6 +65,13 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
   // The in-server route names of endpoint `nic` (source side, destination side), for tests.
   std::vector<std::string> route_names(std::size_t nic, bool source) const;
   bool uses_gpudirect(std::size_t nic) const { return gdr_[nic]; }
+  // Every in-server port with its link class ("NVLink", "PCIe", "host memory").
+  template <class F>
+  void for_each_port(F f) const {
+    for (const auto& [key, port] : link_ports_)
+      f(key.first->kind == LinkKind::kNvLink ? "NVLink" : "PCIe", *port);
+    for (const auto& [cpu, port] : memory_ports_) f("host memory", *port);
+  }
   // Cluster-wide GPU ordinals (server-major, then GPU index), as Message::src_gpu names them.
   std::size_t gpu_count() const { return gpu_vertex_.size(); }
 
