@@ -29,6 +29,7 @@ run: build
 	$(BUILD)/fabricsim $(RUN_ARGS)
 
 test: build
+	@scripts/install-deps.sh chromium || echo "fabricsim: chromium missing: the HTML rendering test will be skipped" >&2
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli/experiment.hpp"
+#include "cli/html_report.hpp"
 #include "cli/nccl_tests.hpp"
 #include "cli/output.hpp"
 #include "cli/sweep.hpp"
@@ -227,6 +228,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   run->add_option("--out", out_dir, "Result folder (default: results/<scenario name>/)");
   run->add_option("--format", format, "Report format on stdout")
       ->check(CLI::IsMember({"text", "json"}));
+  std::string report_kind;
+  run->add_option("--report", report_kind, "Also write a report file: html (OUT/report.html)")
+      ->check(CLI::IsMember({"html"}));
   run->add_flag("--quiet,-q", quiet, "Print no report and no progress (results are still written)");
   std::vector<std::string> sweeps;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
@@ -272,6 +276,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   compare->add_option("--fidelity", compare_fidelity, "packet or flow for every scenario")
       ->check(CLI::IsMember({"packet", "flow"}));
+  std::string compare_html;
+  compare->add_option("--html", compare_html, "Also write the comparison as an HTML report");
 
   std::vector<std::string> argv_storage{"fabricsim"};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
@@ -317,6 +323,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
         results.push_back(sc.has_workload ? run_training(sc, cluster) : run_scenario(sc, cluster));
       }
       out << compare_report(scenarios, results);
+      if (!compare_html.empty())
+        write_file_atomically(compare_html, html_report(scenarios, results));
       return kExitOk;
     }
     const auto axes = no_sweep ? std::vector<SweepAxis>{} : sweep_axes(run_args.file, sweeps);
@@ -370,6 +378,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return kExitFailure;
     }
     write_results(dir, s, result);
+    if (report_kind == "html")
+      write_file_atomically(dir / "report.html", html_report({s}, {result}));
     if (!quiet) {
       if (format == "json") {
         out << results_json(s, result);

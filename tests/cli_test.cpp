@@ -1,4 +1,7 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -372,5 +375,47 @@ TEST(Workload, RunReportsTheCaseMetricsAndWritesAPerfettoTrace) {
   EXPECT_EQ(
       cli({"run", kSource + "/scenarios/default.toml", "--trace", (dir / "t.json").string()}).code,
       2);
+  fs::remove_all(dir);
+}
+
+TEST(HtmlReport, RendersInHeadlessChromiumWithItsCharts) {
+  const fs::path dir = temp_dir("html");
+  ASSERT_EQ(cli({"run", kSource + "/scenarios/default.toml", "--report", "html", "--out",
+                 dir.string(), "--quiet"})
+                .code,
+            0);
+  const fs::path html = dir / "report.html";
+  const std::string text = read(html);
+  // Self-contained: inline SVG, no scripts, nothing fetched.
+  EXPECT_EQ(text.find("<script"), std::string::npos);
+  EXPECT_EQ(text.find("http://www.w3.org/2000/svg\" width"),
+            text.find("http://www.w3.org/2000/svg\""));
+  EXPECT_EQ(text.find("src="), std::string::npos);
+  EXPECT_NE(text.find("<table id=\"summary\">"), std::string::npos);
+  EXPECT_NE(text.find("switch0.port0.queue_bytes"), std::string::npos);
+  EXPECT_NE(text.find("<table class=\"bottlenecks\">"), std::string::npos);
+  const char* browser = nullptr;
+  for (const char* b : {"/usr/bin/chromium", "/usr/bin/chromium-browser"})
+    if (fs::exists(b)) browser = b;
+  if (browser == nullptr)
+    GTEST_SKIP() << "chromium is not installed (make test installs it as root): the report was "
+                    "checked as text only";
+  const fs::path dom = dir / "dom.html";
+  const std::string cmd = fmt::format(
+      "timeout 120 {} --headless=new --no-sandbox --disable-gpu --dump-dom file://{} > {} 2> {}",
+      browser, fs::absolute(html).string(), dom.string(), (dir / "chromium.log").string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read(dir / "chromium.log");
+  const std::string rendered = read(dom);
+  // The browser parsed the document and kept both charts with their lines.
+  std::size_t charts = 0, lines = 0;
+  for (std::size_t at = rendered.find("<svg class=\"chart\""); at != std::string::npos;
+       at = rendered.find("<svg class=\"chart\"", at + 1))
+    ++charts;
+  for (std::size_t at = rendered.find("<polyline class=\"series\""); at != std::string::npos;
+       at = rendered.find("<polyline class=\"series\"", at + 1))
+    ++lines;
+  EXPECT_EQ(charts, 2u) << rendered.substr(0, 500);
+  EXPECT_EQ(lines, 2u);
+  EXPECT_NE(rendered.find("<td>pfc_pause_frames</td>"), std::string::npos);
   fs::remove_all(dir);
 }
