@@ -28,8 +28,11 @@ build: configure
 run: build
 	$(BUILD)/fabricsim $(RUN_ARGS)
 
-test: build
-	@scripts/install-deps.sh chromium || echo "fabricsim: chromium missing: the HTML rendering test will be skipped" >&2
+# Test-only packages first (before CMake looks for MPI): headless Chromium renders the HTML
+# report, OpenMPI runs a sweep under mpirun. Without them those tests are skipped, saying why.
+test:
+	@scripts/install-deps.sh chromium libopenmpi-dev openmpi-bin || echo "fabricsim: chromium/OpenMPI missing: their tests will be skipped" >&2
+	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build

@@ -340,6 +340,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       std::ostringstream discard;
       return run_sweep(run_args.file, base, axes, dir, jobs, quiet ? discard : out, err);
     }
+    if (mpi_rank() > 0) return kExitOk;  // under mpirun without a sweep: rank 0 runs it
     const Scenario s = run_args.load();
     if (!trace_file.empty() && !s.has_workload) {
       err << "fabricsim: error: --trace needs a scenario with a [workload]\n";

@@ -13,11 +13,20 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -54,9 +63,10 @@ std::string line_chart(const std::string& title, const std::string& x_label,
   svg += fmt::format(R"(<text x="{}" y="18" font-weight="bold">{}</text>)"
                      "\n",
                      left, escape(title));
-  svg += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="#000"/><line x1="{0}" y1="{3}" x2="{0}" y2="{1}" stroke="#000"/>)"
-                     "\n",
-                     left, h - bottom, w - right, top);
+  svg += fmt::format(
+      R"(<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="#000"/><line x1="{0}" y1="{3}" x2="{0}" y2="{1}" stroke="#000"/>)"
+      "\n",
+      left, h - bottom, w - right, top);
   for (int i = 0; i <= 4; ++i) {
     const double y = y1 * i / 4;
     svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="end" font-size="11">{:.3g}</text>)"
@@ -73,16 +83,18 @@ std::string line_chart(const std::string& title, const std::string& x_label,
   svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle" font-size="12">{}</text>)"
                      "\n",
                      (left + w - right) / 2, h - 8, escape(x_label));
-  svg += fmt::format(R"~(<text x="14" y="{}" font-size="12" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>)~"
-                     "\n",
-                     (top + h - bottom) / 2, (top + h - bottom) / 2, escape(y_label));
+  svg += fmt::format(
+      R"~(<text x="14" y="{}" font-size="12" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>)~"
+      "\n",
+      (top + h - bottom) / 2, (top + h - bottom) / 2, escape(y_label));
   for (std::size_t k = 0; k < series.size(); ++k) {
     std::string pts;
     for (const auto& [x, y] : series[k].points) pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
     const char* c = kColours[k % 8];
-    svg += fmt::format(R"(<polyline class="series" fill="none" stroke="{}" stroke-width="2" points="{}"/>)"
-                       "\n",
-                       c, pts);
+    svg += fmt::format(
+        R"(<polyline class="series" fill="none" stroke="{}" stroke-width="2" points="{}"/>)"
+        "\n",
+        c, pts);
     svg += fmt::format(R"(<text x="{}" y="{}" font-size="11" fill="{}">{}</text>)"
                        "\n",
                        w - right + 8, top + 14 * (k + 1), c, escape(series[k].name));
@@ -91,8 +103,9 @@ std::string line_chart(const std::string& title, const std::string& x_label,
 }
 
 // Horizontal stacked bars: one bar per label, segments (name, value).
-std::string stacked_bars(const std::string& title, const std::string& unit,
-                         const std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>>& bars) {
+std::string stacked_bars(
+    const std::string& title, const std::string& unit,
+    const std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>>& bars) {
   const double w = 640, bar_h = 22, left = 230, top = 30;
   double total_max = 0;
   for (const auto& [label, segs] : bars) {
@@ -118,9 +131,10 @@ std::string stacked_bars(const std::string& title, const std::string& unit,
     for (std::size_t k = 0; k < bars[i].second.size(); ++k) {
       const auto& [name, v] = bars[i].second[k];
       const double bw = v / total_max * (w - left - 20);
-      svg += fmt::format(R"(<rect class="bar" x="{:.1f}" y="{}" width="{:.1f}" height="{}" fill="{}"><title>{}: {:.3f} {}</title></rect>)"
-                         "\n",
-                         x, y, bw, bar_h, kColours[k % 8], escape(name), v, escape(unit));
+      svg += fmt::format(
+          R"(<rect class="bar" x="{:.1f}" y="{}" width="{:.1f}" height="{}" fill="{}"><title>{}: {:.3f} {}</title></rect>)"
+          "\n",
+          x, y, bw, bar_h, kColours[k % 8], escape(name), v, escape(unit));
       x += bw;
     }
   }
@@ -181,9 +195,9 @@ std::string html_report(const std::vector<Scenario>& scenarios,
     const double step = metric(results[c], "step_time_ms");
     if (step < 0) continue;
     const double compute = metric(results[c], "compute_ms", 0);
-    bars.push_back({scenarios[c].name,
-                    {{"compute", compute},
-                     {"exposed communication", std::max(0.0, step - compute)}}});
+    bars.push_back(
+        {scenarios[c].name,
+         {{"compute", compute}, {"exposed communication", std::max(0.0, step - compute)}}});
   }
   if (!bars.empty()) {
     out += "<h2>Step time</h2>\n";
@@ -199,8 +213,8 @@ std::string html_report(const std::vector<Scenario>& scenarios,
       const auto cut = m.name.rfind('_');
       const std::string op = m.name.substr(6, cut - 6);
       try {
-        ops[op].points.emplace_back(static_cast<double>(parse_bytes(m.name.substr(cut + 1)).count()),
-                                    m.value);
+        ops[op].points.emplace_back(
+            static_cast<double>(parse_bytes(m.name.substr(cut + 1)).count()), m.value);
       } catch (const UnitError&) {
       }
     }
@@ -232,8 +246,11 @@ std::string html_report(const std::vector<Scenario>& scenarios,
   // Bottlenecks.
   for (std::size_t c = 0; c < results.size(); ++c) {
     if (results[c].bottlenecks.empty()) continue;
-    out += fmt::format("<h2>Bottlenecks: {}</h2>\n<table class=\"bottlenecks\"><tr><th>layer</th><th>port</th><th>utilisation</th><th>PFC paused (us)</th></tr>\n",
-                       escape(scenarios[c].name));
+    out += fmt::format(
+        "<h2>Bottlenecks: {}</h2>\n<table "
+        "class=\"bottlenecks\"><tr><th>layer</th><th>port</th><th>utilisation</th><th>PFC paused "
+        "(us)</th></tr>\n",
+        escape(scenarios[c].name));
     for (const auto& l : results[c].bottlenecks)
       out += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f} %</td><td>{:.1f}</td></tr>\n",
                          escape(l.layer), escape(l.port), l.utilization * 100, l.paused_us);

@@ -2,9 +2,14 @@
 
 #include <fmt/format.h>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+
+#ifdef FABRICSIM_MPI
+#include <mpi.h>
+#endif
 
 #include "cli/output.hpp"
 #include "cli/training.hpp"
@@ -22,7 +27,77 @@ std::string literal(const toml::node& n) {
   throw std::invalid_argument("sweep values must be strings, numbers or booleans");
 }
 
+struct World {
+  int rank = 0, size = 1;
+};
+
+World world() {
+#ifdef FABRICSIM_MPI
+  // Only under a launcher: a plain run never starts the MPI runtime.
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr && std::getenv("PMI_SIZE") == nullptr)
+    return {};
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (initialised == 0) {
+    MPI_Init(nullptr, nullptr);
+    std::atexit([] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (finalized == 0) MPI_Finalize();
+    });
+  }
+  World w;
+  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  return w;
+#else
+  return {};
+#endif
+}
+
+// A point's result as text lines (status, errors, metrics with round-trip precision), for
+// gathering over MPI.
+[[maybe_unused]] std::string serialise(const RunResult& r) {
+  std::string out = "S\t" + r.status + "\n";
+  for (const auto& e : r.errors) out += "E\t" + e + "\n";
+  for (const auto& m : r.metrics)
+    out += fmt::format("M\t{}\t{:.17g}\t{}\n", m.name, m.value, m.unit);
+  return out;
+}
+
+[[maybe_unused]] RunResult deserialise(const std::string& text) {
+  RunResult r;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const auto end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.size() < 2) continue;
+    const std::string body = line.substr(2);
+    if (line[0] == 'S') r.status = body;
+    if (line[0] == 'E') r.errors.push_back(body);
+    if (line[0] == 'M') {
+      const auto a = body.find('\t'), b = body.find('\t', a + 1);
+      r.metrics.push_back(
+          {body.substr(0, a), std::stod(body.substr(a + 1, b - a - 1)), body.substr(b + 1)});
+    }
+  }
+  return r;
+}
+
 }  // namespace
+
+int mpi_rank() {
+  return world().rank;
+}
+
+bool mpi_enabled() {
+#ifdef FABRICSIM_MPI
+  return true;
+#else
+  return false;
+#endif
+}
 
 std::vector<SweepAxis> sweep_axes(const std::filesystem::path& file,
                                   const std::vector<std::string>& cli_sweeps) {
@@ -88,10 +163,15 @@ int run_sweep(const std::filesystem::path& file, const std::vector<std::string>&
   }
   std::vector<RunResult> results(points.size());
   std::vector<std::string> failures(points.size());
+  const World w = world();
+  std::vector<std::size_t> mine;  // this rank's points
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (static_cast<int>(i % static_cast<std::size_t>(w.size)) == w.rank) mine.push_back(i);
   std::atomic<std::size_t> next{0};
   std::mutex io;
   const auto work = [&] {
-    for (std::size_t i = next++; i < points.size(); i = next++) {
+    for (std::size_t k = next++; k < mine.size(); k = next++) {
+      const std::size_t i = mine[k];
       try {
         const BuiltCluster cluster(scenarios[i]);
         results[i] = scenarios[i].has_workload ? run_training(scenarios[i], cluster)
@@ -107,9 +187,46 @@ int run_sweep(const std::filesystem::path& file, const std::vector<std::string>&
   };
   std::vector<std::thread> threads;
   for (unsigned t = 0;
-       t < std::max(1u, std::min<unsigned>(workers, static_cast<unsigned>(points.size()))); ++t)
+       t < std::max(1u, std::min<unsigned>(workers, static_cast<unsigned>(mine.size()))); ++t)
     threads.emplace_back(work);
   for (auto& t : threads) t.join();
+#ifdef FABRICSIM_MPI
+  if (w.size > 1) {
+    // Every rank sends "index\nlength\ntext" records of its points; rank 0 reads them back.
+    std::string mine_text;
+    for (const std::size_t i : mine) {
+      const std::string t =
+          failures[i].empty() ? serialise(results[i]) : "F\t" + failures[i] + "\n";
+      mine_text += fmt::format("{}\n{}\n{}", i, t.size(), t);
+    }
+    int length = static_cast<int>(mine_text.size());
+    std::vector<int> lengths(static_cast<std::size_t>(w.size)), offsets(lengths.size());
+    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::string all;
+    if (w.rank == 0) {
+      int total = 0;
+      for (std::size_t r = 0; r < lengths.size(); ++r) {
+        offsets[r] = total;
+        total += lengths[r];
+      }
+      all.resize(static_cast<std::size_t>(total));
+    }
+    MPI_Gatherv(mine_text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (w.rank != 0) return 0;  // rank 0 reports for everyone
+    for (std::size_t pos = 0; pos < all.size();) {
+      const auto a = all.find('\n', pos), b = all.find('\n', a + 1);
+      const auto i = static_cast<std::size_t>(std::stoull(all.substr(pos, a - pos)));
+      const auto n = static_cast<std::size_t>(std::stoull(all.substr(a + 1, b - a - 1)));
+      const std::string text = all.substr(b + 1, n);
+      pos = b + 1 + n;
+      if (text.starts_with("F\t"))
+        failures[i] = text.substr(2, text.size() - 3);
+      else
+        results[i] = deserialise(text);
+    }
+  }
+#endif
   int code = 0;
   for (std::size_t i = 0; i < points.size(); ++i)
     if (!failures[i].empty()) {

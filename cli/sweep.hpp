@@ -5,6 +5,9 @@
 // point's values as overrides, its results written to OUT/point-NNN/, and a summary table
 // (one column per point) printed and written to OUT/summary.txt. Points are independent
 // simulations, so the results do not depend on how they were scheduled.
+// Under `mpirun -np N` (when built with OpenMPI) the points are spread over the ranks (point i
+// on rank i mod N, each rank using its local cores); every rank writes its points' folders and
+// rank 0 gathers the metrics and writes the one summary, identical to a single-machine run.
 
 #include <filesystem>
 #include <ostream>
@@ -24,6 +27,10 @@ std::vector<SweepAxis> sweep_axes(const std::filesystem::path& file,
                                   const std::vector<std::string>& cli_sweeps);
 
 // Runs every point; returns the exit code (0, or 1 when a point failed).
+// This process's MPI rank (0 when not launched by mpirun or built without MPI).
+int mpi_rank();
+bool mpi_enabled();
+
 int run_sweep(const std::filesystem::path& file, const std::vector<std::string>& overrides,
               const std::vector<SweepAxis>& axes, const std::filesystem::path& out_dir,
               unsigned workers, std::ostream& out, std::ostream& err);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/sweep.hpp"
 #include "fabricsim/version.hpp"
 
 using namespace fabricsim;
@@ -418,4 +419,24 @@ TEST(HtmlReport, RendersInHeadlessChromiumWithItsCharts) {
   EXPECT_EQ(lines, 2u);
   EXPECT_NE(rendered.find("<td>pfc_pause_frames</td>"), std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST(Sweep, MpirunSpreadsThePointsAndGathersTheSameSummary) {
+  if (!mpi_enabled())
+    GTEST_SKIP() << "built without OpenMPI (libopenmpi-dev; not in sanitizer builds)";
+  if (!fs::exists("/usr/bin/mpirun")) GTEST_SKIP() << "mpirun is not installed (openmpi-bin)";
+  const fs::path many = temp_dir("mpi"), one = temp_dir("mpi_one");
+  const std::string bin = std::string(FABRICSIM_BINARY_DIR) + "/fabricsim";
+  const std::string scenario = kSource + "/tests/data/sweep.toml";
+  const std::string cmd = fmt::format(
+      "timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 {} run {} --out {} -j 1 "
+      "> {} 2>&1",
+      bin, scenario, many.string(), (fs::temp_directory_path() / "fabricsim_mpi.log").string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read(fs::temp_directory_path() / "fabricsim_mpi.log");
+  ASSERT_EQ(cli({"run", scenario, "--out", one.string(), "--quiet"}).code, 0);
+  EXPECT_EQ(read(many / "summary.txt"), read(one / "summary.txt"));
+  for (int i = 0; i < 4; ++i)  // both ranks wrote their points
+    EXPECT_TRUE(fs::exists(many / fmt::format("point-{:03}", i) / "results.json")) << i;
+  fs::remove_all(many);
+  fs::remove_all(one);
 }
