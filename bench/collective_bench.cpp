@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include "models/collective.hpp"
+#include "tests/fixtures.hpp"
 #include "topologies/communicator.hpp"
 #include "topologies/network.hpp"
 
@@ -13,15 +14,7 @@ using namespace fabricsim::literals;
 
 static void BM_AllReduce_4xDgxA100(benchmark::State& state) {
   const auto bytes = static_cast<std::uint64_t>(state.range(0));
-  const Topology topo = build_cluster({.servers = 4,
-                                       .hosts = 0,
-                                       .server = server_preset("dgx-a100"),
-                                       .fabric = {.kind = FabricKind::kLeafSpine,
-                                                  .switch_ports = 32,
-                                                  .link_rate = 100_Gbps,
-                                                  .hosts_per_leaf = 16,
-                                                  .spines = 1,
-                                                  .oversubscription = 2}});
+  const Topology topo = build_cluster(fixtures::dgx_a100_x4(2));
   const Routing routing = Routing::compute(topo, 1);
   const CommLayout layout = build_communicator(topo, routing, {});
   NetworkParams p;

@@ -83,6 +83,16 @@ std::vector<LinkLoad> bottleneck_summary(
   return out;
 }
 
+FabricBackend::FabricBackend(Simulation& sim, const Scenario& s, const BuiltCluster& cluster) {
+  if (s.fidelity == Fidelity::kFlow) {
+    flow = std::make_unique<FlowNetwork>(sim, cluster.topology, cluster.routing, s.network,
+                                         s.flow_efficiency);
+    flow->set_recycle(true);
+  } else {
+    packet = std::make_unique<PacketNetwork>(sim, cluster.topology, cluster.routing, s.network);
+  }
+}
+
 BuiltCluster::BuiltCluster(const Scenario& scenario)
     : topology(build_cluster(scenario.cluster)),
       routing(Routing::compute(topology, scenario.seed)) {}

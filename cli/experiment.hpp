@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,14 @@ struct BuiltCluster {
 std::vector<LinkLoad> bottleneck_summary(
     PacketNetwork& net, const Topology& topo, const Routing& routing, Time span,
     const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer = 2);
+
+// The fabric backend a scenario's fidelity asks for (packet or flow level).
+struct FabricBackend {
+  FabricBackend(Simulation& sim, const Scenario& scenario, const BuiltCluster& cluster);
+  std::unique_ptr<PacketNetwork> packet;  // set at packet level
+  std::unique_ptr<FlowNetwork> flow;      // set at flow level (message slots recycled)
+  TransferPort& port() { return packet ? static_cast<TransferPort&>(*packet) : *flow; }
+};
 
 // `progress` is called now and then with the simulated time and event count (empty: never).
 RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,

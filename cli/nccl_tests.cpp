@@ -78,20 +78,9 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
         "{} processes x {} GPUs do not fit the scenario's {} GPUs", procs, per_proc, available));
 
   Simulation sim(scenario.seed);
-  std::unique_ptr<PacketNetwork> packet;
-  std::unique_ptr<FlowNetwork> flow;
-  TransferPort* fabric = nullptr;
-  if (scenario.fidelity == Fidelity::kFlow) {
-    flow = std::make_unique<FlowNetwork>(sim, cluster.topology, cluster.routing, scenario.network,
-                                         scenario.flow_efficiency);
-    flow->set_recycle(true);
-    fabric = flow.get();
-  } else {
-    packet =
-        std::make_unique<PacketNetwork>(sim, cluster.topology, cluster.routing, scenario.network);
-    fabric = packet.get();
-  }
-  CollectiveEngine engine(sim, *fabric, scenario.gpu, scenario.nccl);
+  FabricBackend fabric(sim, scenario, cluster);
+  PacketNetwork* packet = fabric.packet.get();
+  CollectiveEngine engine(sim, fabric.port(), scenario.gpu, scenario.nccl);
   CommunicatorOptions options;
   options.ranks = procs * per_proc;
   options.server_order = scenario.nccl.server_order;

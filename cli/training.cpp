@@ -23,19 +23,9 @@ struct TrainingRun {
 TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const WorkloadSpec& spec,
                      Simulation::ProgressFn progress, bool trace) {
   Simulation sim(s.seed);
-  std::unique_ptr<PacketNetwork> packet;
-  std::unique_ptr<FlowNetwork> flow;
-  TransferPort* fabric = nullptr;
-  if (s.fidelity == Fidelity::kFlow) {
-    flow = std::make_unique<FlowNetwork>(sim, cluster.topology, cluster.routing, s.network,
-                                         s.flow_efficiency);
-    flow->set_recycle(true);
-    fabric = flow.get();
-  } else {
-    packet = std::make_unique<PacketNetwork>(sim, cluster.topology, cluster.routing, s.network);
-    fabric = packet.get();
-  }
-  CollectiveEngine engine(sim, *fabric, s.gpu, s.nccl);
+  FabricBackend fabric(sim, s, cluster);
+  PacketNetwork* packet = fabric.packet.get();
+  CollectiveEngine engine(sim, fabric.port(), s.gpu, s.nccl);
   const int servers = std::max(1, s.cluster.servers);
   const int gpus = static_cast<int>(s.cluster.server.gpus.size());
   CommunicatorOptions base;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/collective.hpp"
+#include "tests/fixtures.hpp"
 #include "topologies/communicator.hpp"
 #include "topologies/network.hpp"
 
@@ -230,17 +231,7 @@ namespace {
 struct Dgx4 {
   Topology topo;
   Routing routing;
-  Dgx4()
-      : topo(build_cluster({.servers = 4,
-                            .hosts = 0,
-                            .server = server_preset("dgx-a100"),
-                            .fabric = {.kind = FabricKind::kLeafSpine,
-                                       .switch_ports = 32,
-                                       .link_rate = 100_Gbps,
-                                       .hosts_per_leaf = 16,
-                                       .spines = 1,
-                                       .oversubscription = 1}})),
-        routing(Routing::compute(topo, 1)) {}
+  Dgx4() : topo(build_cluster(fixtures::dgx_a100_x4())), routing(Routing::compute(topo, 1)) {}
   int nic_index(std::uint32_t endpoint) const {
     return topo.graph()[topo.endpoints()[endpoint]].index;
   }

@@ -3,6 +3,7 @@
 #include "models/collective.hpp"
 #include "models/maxmin.hpp"
 #include "models/traffic.hpp"
+#include "tests/fixtures.hpp"
 #include "topologies/communicator.hpp"
 #include "topologies/flow_network.hpp"
 
@@ -207,15 +208,7 @@ TEST(FlowLevel, RingAllReduceOn4DgxA100MatchesPacketLevelWithin5Percent) {
   // 32 MiB moves 512 KiB slices; 4 MiB 64 KiB ones. (With 16 channels many small in-server
   // transfers overlap and the fluid model, which finishes them all together, runs up to ~10 %
   // slow: docs/fidelity.md.)
-  const Topology topo = build_cluster({.servers = 4,
-                                       .hosts = 0,
-                                       .server = server_preset("dgx-a100"),
-                                       .fabric = {.kind = FabricKind::kLeafSpine,
-                                                  .switch_ports = 32,
-                                                  .link_rate = 100_Gbps,
-                                                  .hosts_per_leaf = 16,
-                                                  .spines = 1,
-                                                  .oversubscription = 1}});
+  const Topology topo = build_cluster(fixtures::dgx_a100_x4());
   const Routing routing = Routing::compute(topo, 1);
   NetworkParams p;
   p.switch_latency = 300_ns;

@@ -18,27 +18,6 @@ double payload_share(Bytes unit, Bytes overhead_per_unit) {
   return u / (u + static_cast<double>(overhead_per_unit.count()));
 }
 
-// Vertices of the shortest path over PCIe and inter-socket links.
-std::vector<Vertex> pcie_path(const TopologyGraph& g, Vertex from, Vertex to) {
-  std::map<Vertex, Vertex> parent{{from, from}};
-  std::deque<Vertex> queue{from};
-  while (!queue.empty() && !parent.contains(to)) {
-    const Vertex u = queue.front();
-    queue.pop_front();
-    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
-      if (g[*e].kind != LinkKind::kPcie && g[*e].kind != LinkKind::kInterSocket) continue;
-      if (parent.emplace(boost::target(*e, g), u).second) queue.push_back(boost::target(*e, g));
-    }
-  }
-  if (!parent.contains(to))
-    throw std::invalid_argument(
-        fmt::format("no PCIe path from {} to {}", g[from].name, g[to].name));
-  std::vector<Vertex> path{to};
-  for (Vertex v = to; v != from; v = parent.at(v)) path.push_back(parent.at(v));
-  std::reverse(path.begin(), path.end());
-  return path;
-}
-
 }  // namespace
 
 FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& routing,

@@ -107,26 +107,7 @@ EgressPort* HostFabric::memory_port(Vertex cpu) {
 }
 
 std::vector<Vertex> HostFabric::vertex_path(Vertex from, Vertex to) const {
-  // Breadth-first over PCIe and inter-socket links (never NVLink or the network).
-  const auto& g = topo_.graph();
-  std::map<Vertex, Vertex> parent{{from, from}};
-  std::deque<Vertex> queue{from};
-  while (!queue.empty() && !parent.contains(to)) {
-    const Vertex u = queue.front();
-    queue.pop_front();
-    for (auto [it, end] = boost::out_edges(u, g); it != end; ++it) {
-      const LinkInfo& l = g[*it];
-      if (l.kind != LinkKind::kPcie && l.kind != LinkKind::kInterSocket) continue;
-      if (parent.emplace(boost::target(*it, g), u).second) queue.push_back(boost::target(*it, g));
-    }
-  }
-  if (!parent.contains(to))
-    throw std::invalid_argument(
-        fmt::format("no PCIe path from {} to {}", g[from].name, g[to].name));
-  std::vector<Vertex> vertices{to};
-  for (Vertex v = to; v != from; v = parent.at(v)) vertices.push_back(parent.at(v));
-  std::reverse(vertices.begin(), vertices.end());
-  return vertices;
+  return pcie_path(topo_.graph(), from, to);
 }
 
 std::vector<EgressPort*> HostFabric::path(Vertex from, Vertex to) {

@@ -1,5 +1,15 @@
 #include "topologies/topology.hpp"
 
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include <algorithm>
+
+#include <deque>
+
+#include <map>
+
 namespace fabricsim {
 
 std::string_view to_string(NodeKind k) {
@@ -43,6 +53,27 @@ Vertex Topology::add_node(NodeInfo info) {
 
 Edge Topology::add_link(Vertex a, Vertex b, LinkInfo info) {
   return boost::add_edge(a, b, std::move(info), g_).first;
+}
+
+std::vector<Vertex> pcie_path(const TopologyGraph& g, Vertex from, Vertex to) {
+  std::map<Vertex, Vertex> parent{{from, from}};
+  std::deque<Vertex> queue{from};
+  while (!queue.empty() && !parent.contains(to)) {
+    const Vertex u = queue.front();
+    queue.pop_front();
+    for (auto [it, end] = boost::out_edges(u, g); it != end; ++it) {
+      const LinkInfo& l = g[*it];
+      if (l.kind != LinkKind::kPcie && l.kind != LinkKind::kInterSocket) continue;
+      if (parent.emplace(boost::target(*it, g), u).second) queue.push_back(boost::target(*it, g));
+    }
+  }
+  if (!parent.contains(to))
+    throw std::invalid_argument(
+        fmt::format("no PCIe path from {} to {}", g[from].name, g[to].name));
+  std::vector<Vertex> vertices{to};
+  for (Vertex v = to; v != from; v = parent.at(v)) vertices.push_back(parent.at(v));
+  std::reverse(vertices.begin(), vertices.end());
+  return vertices;
 }
 
 }  // namespace fabricsim

@@ -80,4 +80,8 @@ class Topology {
   std::size_t servers_ = 0;
 };
 
+// The vertices of the shortest path from `from` to `to` over PCIe and inter-socket links
+// (never NVLink or the network), both ends included. Throws std::invalid_argument when none.
+std::vector<Vertex> pcie_path(const TopologyGraph& g, Vertex from, Vertex to);
+
 }  // namespace fabricsim
