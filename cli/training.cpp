@@ -1,7 +1,9 @@
 #include "cli/training.hpp"
 
 #include <fmt/format.h>
+#include <map>
 #include <memory>
+#include <set>
 
 #include "cli/nccl_tests.hpp"
 #include "topologies/communicator.hpp"
@@ -176,27 +178,31 @@ namespace fabricsim {
 
 std::string chrome_trace(const std::vector<TraceSpan>& spans) {
   std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-  int servers = 0;
-  for (const auto& sp : spans) servers = std::max(servers, sp.server + 1);
-  const char* tracks[] = {"compute", "TP AllReduce", "DP AllReduce"};
+  const auto track = [](int t) {
+    const char* named[] = {"compute", "TP AllReduce", "DP AllReduce"};
+    return t < 3 ? std::string(named[t]) : fmt::format("GPU {} primitives", t - 3);
+  };
+  std::map<int, std::set<int>> tracks_of;  // server -> the tracks it uses
+  for (const auto& sp : spans) tracks_of[sp.server].insert(sp.track);
   bool first = true;
   const auto add = [&](const std::string& event) {
     out += (first ? "  " : ",\n  ") + event;
     first = false;
   };
-  for (int s = 0; s < servers; ++s) {
+  for (const auto& [server, tracks] : tracks_of) {
     add(fmt::format(
-        R"({{"name": "process_name", "ph": "M", "pid": {}, "args": {{"name": "server {}"}}}})", s,
-        s));
-    for (int t = 0; t < 3; ++t)
+        R"({{"name": "process_name", "ph": "M", "pid": {}, "args": {{"name": "server {}"}}}})",
+        server, server));
+    for (const int t : tracks)
       add(fmt::format(
           R"({{"name": "thread_name", "ph": "M", "pid": {}, "tid": {}, "args": {{"name": "{}"}}}})",
-          s, t, tracks[t]));
+          server, t, track(t)));
   }
   for (const auto& sp : spans)
     add(fmt::format(
         R"({{"name": "{}", "cat": "{}", "ph": "X", "ts": {:.3f}, "dur": {:.3f}, "pid": {}, "tid": {}}})",
-        sp.name, tracks[sp.track], sp.start.us(), sp.duration.us(), sp.server, sp.track));
+        sp.name, sp.track < 3 ? track(sp.track) : "collective", sp.start.us(), sp.duration.us(),
+        sp.server, sp.track));
   out += "\n]}\n";
   return out;
 }

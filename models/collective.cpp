@@ -406,6 +406,7 @@ void CollectiveEngine::try_advance(std::uint32_t id, std::uint32_t s) {
         static_cast<Time::rep>(std::ceil(static_cast<double>(o.bytes) * 8e12 / rate)));
   }
   st.busy = true;
+  st.since = sim_.now();
   std::uint32_t local_sends = 0;
   for (std::uint32_t i = o.send_begin; i < o.send_end; ++i)
     local_sends += run.conns[run.op_conns[i]].local;
@@ -488,6 +489,8 @@ void CollectiveEngine::complete_op(std::uint32_t id, std::uint32_t s) {
   const Op o = run.ops[index];
   st.busy = false;
   ++st.next;
+  if (steps_ != nullptr && steps_->size() < step_limit_)
+    steps_->push_back({run.comm, st.rank, st.since, sim_.now()});
   run.op_done[index] = true;
   for (std::uint32_t i = o.recv_begin; i < o.recv_end; ++i) {
     Conn& k = run.conns[run.op_conns[i]];

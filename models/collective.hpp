@@ -107,6 +107,12 @@ struct CollectiveResult {
   double mean_us() const;  // mean over ranks of (finish - start)
 };
 
+// One primitive a rank executed (for traces): from when it started to when it finished.
+struct StepSpan {
+  std::uint32_t comm = 0, rank = 0;
+  Time start{}, end{};
+};
+
 class CollectiveListener {
  public:
   virtual void on_collective_done(std::uint32_t id) = 0;
@@ -134,6 +140,11 @@ class CollectiveEngine final : public CompletionListener {
   TunerChoice choose(std::uint32_t comm, const CollectiveRequest& req) const;
 
   void on_message_complete(std::uint64_t id) override;
+  // Records every primitive into `out` (until it holds `limit` spans); null: off.
+  void trace_steps(std::vector<StepSpan>* out, std::size_t limit) {
+    steps_ = out;
+    step_limit_ = limit;
+  }
 
  private:
   struct Conn {
@@ -156,6 +167,7 @@ class CollectiveEngine final : public CompletionListener {
     std::uint32_t rank = 0;
     std::uint32_t begin = 0, end = 0, next = 0;  // ops
     bool busy = false;
+    Time since{};               // when the current primitive started (traces)
     std::uint32_t pending = 0;  // copy timer + in-server sends still to land
     std::int32_t partner = -1;  // stream to poke when one of its ops finishes
   };
@@ -201,6 +213,8 @@ class CollectiveEngine final : public CompletionListener {
   // message id -> (run, conn); messages of other traffic are not ours.
   std::map<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> messages_;
   HandlerId start_, op_done_, op_post_, copy_done_, handoff_, arrival_;
+  std::vector<StepSpan>* steps_ = nullptr;
+  std::size_t step_limit_ = 0;
 };
 
 }  // namespace fabricsim

@@ -61,6 +61,7 @@ struct WorkloadResult {
   Time dp_active{};  // total time some DP AllReduce was running
   bool completed = false;
   std::vector<TraceSpan> trace;  // when tracing
+  std::vector<StepSpan> steps;   // when tracing: the collectives' primitives, per rank
 };
 
 class WorkloadDriver final : public CollectiveListener {
@@ -71,7 +72,11 @@ class WorkloadDriver final : public CollectiveListener {
                  std::vector<std::uint32_t> server_comms, std::vector<std::uint32_t> dp_comms,
                  std::vector<double> server_speed);
   void start();
-  void enable_trace() { trace_ = true; }
+  // Records the step timeline, and up to `step_limit` collective primitives per rank.
+  void enable_trace(std::size_t step_limit = 200'000) {
+    trace_ = true;
+    engine_.trace_steps(&result_.steps, step_limit);
+  }
   const WorkloadResult& result() const { return result_; }
   void on_collective_done(std::uint32_t id) override;
 

@@ -371,6 +371,9 @@ TEST(Workload, RunReportsTheCaseMetricsAndWritesAPerfettoTrace) {
             std::string::npos);
   EXPECT_NE(trace.find("\"name\": \"DP AllReduce bucket 0\""), std::string::npos);
   EXPECT_NE(trace.find("\"name\": \"TP AllReduce\""), std::string::npos);
+  // The collectives' primitives, per GPU.
+  EXPECT_NE(trace.find("\"args\": {\"name\": \"GPU 7 primitives\"}"), std::string::npos);
+  EXPECT_NE(trace.find("\"name\": \"primitive\", \"cat\": \"collective\""), std::string::npos);
   EXPECT_EQ(trace.substr(trace.size() - 4), "\n]}\n");
   // --trace is for training steps only.
   EXPECT_EQ(
