@@ -63,6 +63,12 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   sim.run_until(s.simulation.stop_time);
   TrainingRun r;
   r.workload = driver.result();
+  // Collective primitives onto per-GPU tracks (3 + the GPU's index in its server).
+  for (const StepSpan& st : r.workload.steps) {
+    const auto gpu = static_cast<int>(engine.layout(st.comm).ranks[st.rank].gpu);
+    r.workload.trace.push_back(
+        {"primitive", gpu / gpus, 3 + gpu % gpus, st.start, st.end - st.start});
+  }
   r.sim_time = sim.now();
   r.events = sim.events_processed();
   r.channels = engine.channels(dp.empty() ? tp.front() : dp.front());
