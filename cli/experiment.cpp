@@ -37,7 +37,8 @@ auto ends_with(std::string_view suffix) {
 
 std::vector<LinkLoad> bottleneck_summary(
     PacketNetwork& net, const Topology& topo, const Routing& routing, Time span,
-    const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer) {
+    const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer,
+    const std::map<std::string, std::uint64_t>* since) {
   std::vector<LinkLoad> all;
   if (span <= Time::zero()) return all;
   std::map<std::string, std::uint64_t> by_name(counters.begin(), counters.end());
@@ -47,7 +48,9 @@ std::vector<LinkLoad> bottleneck_summary(
       const auto it = by_name.find(fmt::format("{}.rx_prio{}_pause_duration_ns", port.name(), p));
       if (it != by_name.end()) paused_ns += static_cast<double>(it->second);
     }
-    const double util = static_cast<double>(port.tx_bytes()) * 8 /
+    std::uint64_t sent = port.tx_bytes();
+    if (since != nullptr && since->contains(port.name())) sent -= since->at(port.name());
+    const double util = static_cast<double>(sent) * 8 /
                         (span.seconds() * static_cast<double>(port.config().rate.bps()));
     if (util > 0 || paused_ns > 0) all.push_back({layer, port.name(), util, paused_ns / 1e3});
   };
@@ -91,6 +94,18 @@ FabricBackend::FabricBackend(Simulation& sim, const Scenario& s, const BuiltClus
   } else {
     packet = std::make_unique<PacketNetwork>(sim, cluster.topology, cluster.routing, s.network);
   }
+}
+
+std::map<std::string, std::uint64_t> port_bytes_now(PacketNetwork& net) {
+  std::map<std::string, std::uint64_t> out;
+  if (const HostFabric* h = net.host_fabric())
+    h->for_each_port([&](const char*, const EgressPort& p) { out[p.name()] = p.tx_bytes(); });
+  for (std::size_t e = 0; e < net.nic_count(); ++e)
+    out[net.nic(e).port().name()] = net.nic(e).port().tx_bytes();
+  for (std::size_t s = 0; s < net.switch_count(); ++s)
+    for (std::size_t p = 0; p < net.network_switch(s).port_count(); ++p)
+      out[net.network_switch(s).port(p).name()] = net.network_switch(s).port(p).tx_bytes();
+  return out;
 }
 
 BuiltCluster::BuiltCluster(const Scenario& scenario)

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,7 +56,10 @@ struct BuiltCluster {
 // The most utilised links per layer over `span` (packet level), with their pause time.
 std::vector<LinkLoad> bottleneck_summary(
     PacketNetwork& net, const Topology& topo, const Routing& routing, Time span,
-    const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer = 2);
+    const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer = 2,
+    const std::map<std::string, std::uint64_t>* since = nullptr);
+// Bytes each port has transmitted so far (a baseline for bottleneck_summary over an interval).
+std::map<std::string, std::uint64_t> port_bytes_now(PacketNetwork& net);
 
 // The fabric backend a scenario's fidelity asks for (packet or flow level).
 struct FabricBackend {

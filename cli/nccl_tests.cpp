@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -122,6 +123,8 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     row.size = counts.size_column;
     row.count = counts.count_column;
     row.bytes = counts.bytes;
+    const Time row_start = sim.now();
+    const auto baseline = packet ? port_bytes_now(*packet) : std::map<std::string, std::uint64_t>{};
     for (int placement = 0; placement < 2 && result.errors.empty(); ++placement) {
       double total = 0;
       for (int it = 0; it < args.sim_iters; ++it) {
@@ -157,6 +160,12 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
       ++bw_count;
     }
     if (!result.errors.empty()) break;
+    if (packet) {
+      const std::vector<std::pair<std::string, std::uint64_t>> no_counters;
+      const auto loads = bottleneck_summary(*packet, cluster.topology, cluster.routing,
+                                            sim.now() - row_start, no_counters, 1, &baseline);
+      if (!loads.empty()) row.bounded_by = loads.front().layer;
+    }
     result.rows.push_back(row);
     if (args.step_factor <= 1 && args.step_bytes == 0) break;
   }
@@ -212,9 +221,10 @@ std::string nccl_tests_text(const NcclTestsArgs& a, const NcclTestsResult& r) {
   // What the model chose, as comment lines a parser of nccl-tests output skips.
   line("# fabricsim: simulated; #wrong is N/A because the model moves bytes, not values");
   for (const auto& row : r.rows)
-    line(fmt::format("# fabricsim: {:>12} B {} {}/{} {} channels (NCCL tuner estimate {:.1f} us)",
+    line(fmt::format("# fabricsim: {:>12} B {} {}/{} {} channels (NCCL tuner estimate {:.1f} us){}",
                      row.size, to_string(a.op), to_string(row.algo), to_string(row.proto),
-                     row.channels, row.tuner_us));
+                     row.channels, row.tuner_us,
+                     row.bounded_by.empty() ? std::string() : ", bounded by " + row.bounded_by));
   for (const auto& e : r.errors) line("# fabricsim error: " + e);
   return out;
 }
@@ -228,7 +238,8 @@ std::string nccl_tests_json(const Scenario& scenario, const NcclTestsArgs& a,
                   {"algorithm", std::string(to_string(row.algo))},
                   {"protocol", std::string(to_string(row.proto))},
                   {"channels", row.channels},
-                  {"nccl_tuner_us", row.tuner_us}};
+                  {"nccl_tuner_us", row.tuner_us},
+                  {"bounded_by", row.bounded_by}};
     const char* names[] = {"out_of_place", "in_place"};
     for (int p = 0; p < 2; ++p)
       t.insert(names[p], toml::table{{"time_us", row.time_us[p]},

@@ -53,6 +53,7 @@ struct NcclTestsRow {
   Proto proto = Proto::kSimple;
   int channels = 0;
   double tuner_us = 0;
+  std::string bounded_by;  // packet level: the layer of the busiest link during the row
 };
 
 struct NcclTestsResult {
