@@ -57,13 +57,12 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
     const Vertex sv = routing.switch_vertex(s);
     for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
       const auto& port = routing.ports(s)[p];
-      port_res_[{s, p}] = link_resource(sv, port.peer, g[port.edge]);
+      port_res_[{s, p}] = link_resource(sv, g[port.edge]);
     }
   }
 }
 
-MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, Vertex to, const LinkInfo& link) {
-  (void)to;
+MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, const LinkInfo& link) {
   auto [it, inserted] = link_res_.try_emplace({&link, from}, 0);
   if (!inserted) return it->second;
   const double bytes_per_s = static_cast<double>(link.rate.bps()) / 8;
@@ -89,9 +88,8 @@ MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, Vertex to, const LinkI
   return it->second;
 }
 
-void FlowNetwork::add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet,
-                          bool first) {
-  r.resources.push_back(link_resource(from, to, link));
+void FlowNetwork::add_hop(Route& r, Vertex from, const LinkInfo& link, Bytes packet, bool first) {
+  r.resources.push_back(link_resource(from, link));
   r.latency += link.latency;
   if (!first) r.latency += tx_time(packet, link.rate);  // store and forward of the last unit
 }
@@ -104,7 +102,7 @@ void FlowNetwork::add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, b
     const Bytes wire = chunk + params_.host.pcie_tlp_overhead *
                                    ((chunk.count() + params_.host.pcie_max_payload.count() - 1) /
                                     params_.host.pcie_max_payload.count());
-    add_hop(r, path[i], path[i + 1], g[e], wire, first);
+    add_hop(r, path[i], g[e], wire, first);
     first = false;
   }
 }
@@ -135,7 +133,7 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
       if (g[*e].kind != LinkKind::kNvLink) continue;
       const Vertex peer = boost::target(*e, g);
       if (peer == dst_gpu) {
-        add_hop(r, src_gpu, dst_gpu, g[*e], flit, true);
+        add_hop(r, src_gpu, g[*e], flit, true);
         return r;
       }
       if (g[peer].kind != NodeKind::kNvSwitch || !boost::edge(peer, dst_gpu, g).second) continue;
@@ -202,7 +200,7 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
     const Bytes packet = unit + params_.nic.format.header;
     std::size_t s = routing_.endpoint_switch(m.src);
     const LinkInfo& first_link = g[routing_.endpoint_link(m.src)];
-    add_hop(r, src_nic, routing_.switch_vertex(s), first_link, packet, first);
+    add_hop(r, src_nic, first_link, packet, first);
     r.latency += params_.switch_latency;
     first = false;
     const std::uint64_t flow =

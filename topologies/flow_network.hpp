@@ -75,8 +75,9 @@ class FlowNetwork final : public TransferPort {
     std::vector<MaxMinSolver::Res> resources;
     Time latency{};
   };
-  MaxMinSolver::Res link_resource(Vertex from, Vertex to, const LinkInfo& link);
-  void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet, bool first);
+  // The resource of one direction of a link (leaving `from`).
+  MaxMinSolver::Res link_resource(Vertex from, const LinkInfo& link);
+  void add_hop(Route& r, Vertex from, const LinkInfo& link, Bytes packet, bool first);
   void add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first);
   Route route_of(const Message& m);
   void on_start(std::uint64_t id);
