@@ -17,12 +17,7 @@ static void BM_AllReduce_4xDgxA100(benchmark::State& state) {
   const Topology topo = build_cluster(fixtures::dgx_a100_x4(2));
   const Routing routing = Routing::compute(topo, 1);
   const CommLayout layout = build_communicator(topo, routing, {});
-  NetworkParams p;
-  p.switch_latency = 300_ns;
-  p.buffer.buffer = 16_MiB;
-  p.buffer.pfc = true;
-  p.nic.format = {.mtu = 4_KiB, .header = 82_B};
-  p.host_side = true;
+  const NetworkParams p = fixtures::dgx_network(16_MiB);
   double hops = 0, all = 0;
   for (auto _ : state) {
     Simulation sim(1);

@@ -19,6 +19,11 @@
 namespace fabricsim {
 namespace {
 
+// `--fidelity F` as the scenario override it stands for.
+std::string fidelity_override(const std::string& fidelity) {
+  return fmt::format("fidelity=\"{}\"", fidelity);
+}
+
 struct ScenarioArgs {
   std::string file;
   std::vector<std::string> overrides;
@@ -35,12 +40,14 @@ struct ScenarioArgs {
     cmd.add_option("--fidelity", fidelity, "packet or flow (overrides the scenario's 'fidelity')")
         ->check(CLI::IsMember({"packet", "flow"}));
   }
-  Scenario load() const {
-    LoadOptions options{.overrides = overrides};
-    if (seed) options.overrides.push_back(fmt::format("seed={}", *seed));
-    if (!fidelity.empty()) options.overrides.push_back(fmt::format("fidelity=\"{}\"", fidelity));
-    return load_scenario(file, options);
+  // --set, --seed and --fidelity as overrides, in that order.
+  std::vector<std::string> all_overrides() const {
+    std::vector<std::string> all = overrides;
+    if (seed) all.push_back(fmt::format("seed={}", *seed));
+    if (!fidelity.empty()) all.push_back(fidelity_override(fidelity));
+    return all;
   }
+  Scenario load() const { return load_scenario(file, {.overrides = all_overrides()}); }
 };
 
 // Progress on a terminal: simulated time, wall time, events/s and ETA, at most twice a second,
@@ -188,7 +195,7 @@ int run_nccl_tests_command(NcclTestsCli& c, std::ostream& out, std::ostream& err
     return kExitUsage;
   }
   LoadOptions options{.overrides = c.overrides};
-  if (!c.fidelity.empty()) options.overrides.push_back(fmt::format("fidelity=\"{}\"", c.fidelity));
+  if (!c.fidelity.empty()) options.overrides.push_back(fidelity_override(c.fidelity));
   const Scenario s = load_scenario(c.scenario, options);
   const BuiltCluster cluster(s);
   const NcclTestsResult r = run_nccl_tests(s, cluster, a);
@@ -306,7 +313,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (*compare) {
       LoadOptions options{.overrides = compare_overrides};
       if (!compare_fidelity.empty())
-        options.overrides.push_back(fmt::format("fidelity=\"{}\"", compare_fidelity));
+        options.overrides.push_back(fidelity_override(compare_fidelity));
       std::vector<Scenario> scenarios;
       for (const auto& f : compare_files) scenarios.push_back(load_scenario(f, options));
       std::vector<RunResult> results;
@@ -329,11 +336,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     }
     const auto axes = no_sweep ? std::vector<SweepAxis>{} : sweep_axes(run_args.file, sweeps);
     if (!axes.empty()) {
-      std::vector<std::string> base = run_args.overrides;
-      if (run_args.seed) base.push_back(fmt::format("seed={}", *run_args.seed));
-      if (!run_args.fidelity.empty())
-        base.push_back(fmt::format("fidelity=\"{}\"", run_args.fidelity));
-      const Scenario first = load_scenario(run_args.file, {.overrides = base});
+      const std::vector<std::string> base = run_args.all_overrides();
+      const Scenario first = run_args.load();
       const std::filesystem::path dir =
           out_dir.empty() ? std::filesystem::path("results") / (first.name + "-sweep")
                           : std::filesystem::path(out_dir);

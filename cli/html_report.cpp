@@ -1,5 +1,7 @@
 #include "cli/html_report.hpp"
 
+#include "cli/output.hpp"
+
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
@@ -167,10 +169,7 @@ std::string html_report(const std::vector<Scenario>& scenarios,
     out += fmt::format("<p><b>{}</b>: {}</p>\n", escape(s.name), escape(s.description));
 
   // Summary table.
-  std::vector<std::string> names;
-  for (const auto& r : results)
-    for (const auto& m : r.metrics)
-      if (std::find(names.begin(), names.end(), m.name) == names.end()) names.push_back(m.name);
+  const std::vector<std::string> names = metric_names(results);
   out += "<h2>Summary</h2>\n<table id=\"summary\"><tr><th>metric</th>";
   for (const auto& s : scenarios) out += fmt::format("<th>{}</th>", escape(s.name));
   out += "</tr>\n";

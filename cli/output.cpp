@@ -112,13 +112,17 @@ std::string text_report(const Scenario& scenario, const RunResult& result) {
   return out;
 }
 
-std::string compare_report(const std::vector<Scenario>& scenarios,
-                           const std::vector<RunResult>& results) {
-  std::vector<std::string> metrics;  // in first-seen order
+std::vector<std::string> metric_names(const std::vector<RunResult>& results) {
+  std::vector<std::string> names;
   for (const auto& r : results)
     for (const auto& m : r.metrics)
-      if (std::find(metrics.begin(), metrics.end(), m.name) == metrics.end())
-        metrics.push_back(m.name);
+      if (std::find(names.begin(), names.end(), m.name) == names.end()) names.push_back(m.name);
+  return names;
+}
+
+std::string compare_report(const std::vector<Scenario>& scenarios,
+                           const std::vector<RunResult>& results) {
+  const std::vector<std::string> metrics = metric_names(results);
   std::size_t width = 6;
   for (const auto& m : metrics) width = std::max(width, m.size());
   std::vector<std::vector<std::string>> cells(metrics.size() + 1);

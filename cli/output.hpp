@@ -14,6 +14,8 @@ namespace fabricsim {
 std::string results_json(const Scenario& scenario, const RunResult& result);
 std::string timeseries_csv(const RunResult& result);
 std::string text_report(const Scenario& scenario, const RunResult& result);
+// Every metric name of `results`, in first-seen order.
+std::vector<std::string> metric_names(const std::vector<RunResult>& results);
 // `fabricsim compare`: one column per scenario, one row per metric; where a scenario gives
 // the replayed case's value ([expected]) it is shown in brackets.
 std::string compare_report(const std::vector<Scenario>& scenarios,

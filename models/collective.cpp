@@ -507,12 +507,7 @@ void CollectiveEngine::complete_op(std::uint32_t id, std::uint32_t s) {
 
 void CollectiveEngine::post_transfer(std::uint32_t id, std::uint32_t k, Bytes wire) {
   Run& run = runs_[id];
-  Conn& c = run.conns[k];
-  if (c.local && c.in_flight) {
-    c.backlog.push_back(wire);
-    return;
-  }
-  c.in_flight = true;
+  const Conn& c = run.conns[k];
   Message m = c.address;
   m.size = wire;
   m.start = sim_.now();
@@ -535,13 +530,9 @@ void CollectiveEngine::on_arrival(std::uint64_t payload) {
   Run& run = runs_[id];
   Conn& c = run.conns[k];
   ++c.arrived;
-  c.in_flight = false;
-  if (c.local) release(id, c.sender);  // the sending block's stores have landed
-  if (c.local && !c.backlog.empty()) {
-    const Bytes next = c.backlog.front();
-    c.backlog.pop_front();
-    post_transfer(id, k, next);
-  }
+  // The sending block's stores have landed. (It waits for them, so an in-server connection
+  // never has two transfers in flight.)
+  if (c.local) release(id, c.sender);
   try_advance(id, c.receiver);
 }
 

@@ -153,9 +153,7 @@ class CollectiveEngine final : public CompletionListener {
     bool local = false;
     LinkClass link = LinkClass::kNet;
     std::uint32_t posted = 0, arrived = 0, consumed = 0;
-    std::deque<Bytes> backlog;  // local transfers waiting for the one in flight
     std::deque<Bytes> handoff;  // network sends the proxy has not handed to the NIC yet
-    bool in_flight = false;
   };
   struct Op {
     std::uint32_t recv_begin = 0, recv_end = 0, send_begin = 0, send_end = 0;  // op_conns

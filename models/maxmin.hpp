@@ -34,6 +34,7 @@ class MaxMinSolver {
   // (when not null). Returns how many variables were re-solved.
   std::size_t solve(std::vector<Var>* changed = nullptr);
   double rate(Var v) const { return var_[v].rate; }
+  const std::vector<Res>& resources(Var v) const { return var_[v].resources; }
   bool alive(Var v) const { return v < var_.size() && var_[v].alive; }
   std::size_t variables() const { return live_; }
   // Total rate through a resource (for utilisation).

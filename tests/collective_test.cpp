@@ -288,13 +288,7 @@ TEST(Collectives, LeafOrderedRingsHalveTheSpineTrafficOfAnAlternatingHostfile) {
   const auto spine_bytes = [](const std::string& order, std::vector<int> list) {
     Dgx4 c;
     Simulation sim(1);
-    NetworkParams p;
-    p.switch_latency = 300_ns;
-    p.buffer.buffer = 64_MiB;
-    p.buffer.pfc = true;
-    p.nic.format = {.mtu = 4_KiB, .header = 82_B};
-    p.host_side = true;
-    PacketNetwork net(sim, c.topo, c.routing, p);
+    PacketNetwork net(sim, c.topo, c.routing, fixtures::dgx_network(64_MiB));
     NcclConfig cfg;
     CollectiveEngine engine(sim, net, gpu_preset("a100"), cfg);
     CommunicatorOptions o;

@@ -1,7 +1,7 @@
 #pragma once
 // Clusters several tests and benchmarks share.
 
-#include "topologies/fabric.hpp"
+#include "topologies/network.hpp"
 
 namespace fabricsim::fixtures {
 
@@ -18,6 +18,19 @@ inline ClusterSpec dgx_a100_x4(double oversubscription = 1) {
                      .hosts_per_leaf = 16,
                      .spines = 1,
                      .oversubscription = oversubscription}};
+}
+
+// The packet network those servers run: 4 KiB RoCE packets, 300 ns switches, PFC on a shared
+// buffer of `buffer`, the inside of the servers modelled.
+inline NetworkParams dgx_network(Bytes buffer) {
+  using namespace fabricsim::literals;
+  NetworkParams p;
+  p.switch_latency = 300_ns;
+  p.buffer.buffer = buffer;
+  p.buffer.pfc = true;
+  p.nic.format = {.mtu = 4_KiB, .header = 82_B};
+  p.host_side = true;
+  return p;
 }
 
 }  // namespace fabricsim::fixtures

@@ -102,10 +102,12 @@ struct StarNet {
   }
 };
 
+// When each message completes on backend Net.
 template <class Net>
-std::vector<Time> finish_times(StarNet& star, const std::vector<Message>& msgs) {
+std::vector<Time> finish_times(const Topology& topo, const Routing& routing,
+                               const NetworkParams& params, const std::vector<Message>& msgs) {
   Simulation sim(1);
-  Net net(sim, star.topo, star.routing, star.params);
+  Net net(sim, topo, routing, params);
   net.messages().assign(msgs);
   net.start_messages();
   sim.run();
@@ -122,8 +124,8 @@ TEST(FlowLevel, AnUncongestedMessageFinishesWhenThePacketModelSaysAndIncastShare
   // once more at the switch, 2 x 1 us cables and the switch's 300 ns (88.19968 us, see
   // StarModel.OneMessageOnAnIdlePathTakesTheHandComputedTime).
   const std::vector<Message> one{{.src = 0, .dst = 1, .size = 1_MiB, .start = Time::zero()}};
-  const Time flow = finish_times<FlowNetwork>(star, one)[0];
-  const Time packet = finish_times<PacketNetwork>(star, one)[0];
+  const Time flow = finish_times<FlowNetwork>(star.topo, star.routing, star.params, one)[0];
+  const Time packet = finish_times<PacketNetwork>(star.topo, star.routing, star.params, one)[0];
   EXPECT_EQ(packet.ps(), 88'199'680);
   EXPECT_NEAR(flow.us(), packet.us(), 0.01);
   // Four senders to one receiver: max-min gives each a quarter of the receiver's link; all
@@ -131,8 +133,8 @@ TEST(FlowLevel, AnUncongestedMessageFinishesWhenThePacketModelSaysAndIncastShare
   std::vector<Message> incast;
   for (std::uint32_t s = 1; s <= 4; ++s)
     incast.push_back({.src = s, .dst = 0, .size = 4_MiB, .start = Time::zero()});
-  const auto f = finish_times<FlowNetwork>(star, incast);
-  const auto p = finish_times<PacketNetwork>(star, incast);
+  const auto f = finish_times<FlowNetwork>(star.topo, star.routing, star.params, incast);
+  const auto p = finish_times<PacketNetwork>(star.topo, star.routing, star.params, incast);
   for (std::size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(f[i], f[0]);
     EXPECT_NEAR(f[i].us() / p[i].us(), 1.0, 0.05) << i;
@@ -142,28 +144,18 @@ TEST(FlowLevel, AnUncongestedMessageFinishesWhenThePacketModelSaysAndIncastShare
 
 namespace {
 
-// Runs `messages` at both fidelities; returns (packet, flow) completion times per message.
+// Runs `messages` at both fidelities; returns (packet, flow) completion times per message, us.
 std::pair<std::vector<double>, std::vector<double>> both_fidelities(
     const Topology& topo, const Routing& routing, const NetworkParams& params,
     const std::vector<Message>& messages) {
-  std::pair<std::vector<double>, std::vector<double>> out;
-  {
-    Simulation sim(1);
-    PacketNetwork net(sim, topo, routing, params);
-    net.messages().assign(messages);
-    net.start_messages();
-    sim.run();
-    for (const Message& m : net.messages()) out.first.push_back((m.finish - m.start).us());
-  }
-  {
-    Simulation sim(1);
-    FlowNetwork net(sim, topo, routing, params);
-    net.messages().assign(messages);
-    net.start_messages();
-    sim.run();
-    for (const Message& m : net.messages()) out.second.push_back((m.finish - m.start).us());
-  }
-  return out;
+  const auto fct = [&](const std::vector<Time>& finish) {
+    std::vector<double> out;
+    for (std::size_t i = 0; i < finish.size(); ++i)
+      out.push_back((finish[i] - messages[i].start).us());
+    return out;
+  };
+  return {fct(finish_times<PacketNetwork>(topo, routing, params, messages)),
+          fct(finish_times<FlowNetwork>(topo, routing, params, messages))};
 }
 
 double mean(const std::vector<double>& v) {
@@ -210,12 +202,7 @@ TEST(FlowLevel, RingAllReduceOn4DgxA100MatchesPacketLevelWithin5Percent) {
   // slow: docs/fidelity.md.)
   const Topology topo = build_cluster(fixtures::dgx_a100_x4());
   const Routing routing = Routing::compute(topo, 1);
-  NetworkParams p;
-  p.switch_latency = 300_ns;
-  p.buffer.buffer = 32_MiB;
-  p.buffer.pfc = true;
-  p.nic.format = {.mtu = 4096_B, .header = 82_B};
-  p.host_side = true;
+  NetworkParams p = fixtures::dgx_network(32_MiB);
   p.path_selection = PathSelection::kDestModK;
   const CommLayout layout = build_communicator(topo, routing, {});
   const auto time = [&](auto& net, Simulation& sim, std::uint64_t bytes) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <map>
 #include <stdexcept>
 
@@ -40,26 +39,6 @@ TreeLinks nccl_dtree(int n, int rank) {
   const TreeLinks t = nccl_btree(n, to(rank));
   return {back(t.up), back(t.down0), back(t.down1)};
 }
-
-namespace {
-
-// PCIe/inter-socket hop counts from `from` to every vertex of its server.
-std::map<Vertex, int> pcie_distances(const TopologyGraph& g, Vertex from) {
-  std::map<Vertex, int> dist{{from, 0}};
-  std::deque<Vertex> queue{from};
-  while (!queue.empty()) {
-    const Vertex u = queue.front();
-    queue.pop_front();
-    for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
-      if (g[*e].kind != LinkKind::kPcie && g[*e].kind != LinkKind::kInterSocket) continue;
-      const Vertex v = boost::target(*e, g);
-      if (dist.emplace(v, dist[u] + 1).second) queue.push_back(v);
-    }
-  }
-  return dist;
-}
-
-}  // namespace
 
 CommLayout build_communicator(const Topology& topo, const Routing& routing,
                               const CommunicatorOptions& opt) {
@@ -105,10 +84,9 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
     int ordinal = 0;
     for (const auto& [key, v] : gpus) {
       if (member(ordinal)) {
-        const auto dist = pcie_distances(g, v);
-        std::map<std::uint32_t, int> d;
+        std::map<std::uint32_t, int> d;  // PCIe hops to each NIC of the server
         for (std::uint32_t e : server_nics[key.first])
-          d[e] = dist.contains(topo.endpoints()[e]) ? dist.at(topo.endpoints()[e]) : 1 << 20;
+          d[e] = static_cast<int>(pcie_path(g, v, topo.endpoints()[e]).size()) - 1;
         // Nearest NIC; on a tie the one paired with the GPU by index (GPU i with NIC
         // i x NICs / GPUs, as the host model pairs them).
         const auto& snics = server_nics[key.first];

@@ -83,9 +83,13 @@ MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, const LinkInfo& link) 
     case LinkKind::kInterSocket:
       break;
   }
-  it->second = solver_.add_resource(bytes_per_s * share);
-  res_bytes_.push_back(0);
+  it->second = new_resource(bytes_per_s * share);
   return it->second;
+}
+
+MaxMinSolver::Res FlowNetwork::new_resource(double bytes_per_s) {
+  res_bytes_.push_back(0);
+  return solver_.add_resource(bytes_per_s);
 }
 
 void FlowNetwork::add_hop(Route& r, Vertex from, const LinkInfo& link, Bytes packet, bool first) {
@@ -147,13 +151,11 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
       // One resource per GPU and direction for its NVLink bundle (all switch planes together).
       const auto res = [&](Vertex gpu, bool outgoing, Bandwidth::rep bps) {
         auto [it, inserted] = nvlink_res_.try_emplace({gpu, outgoing}, 0);
-        if (inserted) {
-          it->second = solver_.add_resource(
+        if (inserted)
+          it->second = new_resource(
               static_cast<double>(bps) / 8 *
               payload_share(params_.host.nvlink_max_payload, params_.host.nvlink_overhead) *
               efficiency_.nvlink);
-          res_bytes_.push_back(0);
-        }
         return it->second;
       };
       r.resources.push_back(res(src_gpu, true, out));
@@ -168,28 +170,16 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
   const auto host_leg = [&](Vertex gpu, Vertex nic, bool to_nic) {
     // GPUDirect when the pair's PCIe path crosses at most gdr_level CPUs; else staged through
     // host memory on the NIC's socket.
-    int cpus = 0;
-    for (const Vertex v : pcie_path(g, gpu, nic)) cpus += g[v].kind == NodeKind::kCpu;
-    const PcieDistance d = cpus == 0   ? PcieDistance::kPxb
-                           : cpus == 1 ? PcieDistance::kPhb
-                                       : PcieDistance::kSys;
     const Vertex from = to_nic ? gpu : nic, to = to_nic ? nic : gpu;
-    if (params_.host.gpudirect && d <= params_.host.gdr_level) {
+    if (params_.host.gpudirect_between(g, gpu, nic)) {
       add_pcie_path(r, from, to, unit, first);
       return;
     }
-    Vertex cpu = nic;
-    for (auto [v, end] = boost::vertices(g); v != end; ++v)
-      if (g[*v].kind == NodeKind::kCpu && g[*v].server == g[nic].server &&
-          g[*v].index == g[nic].socket)
-        cpu = *v;
+    const Vertex cpu = nic_socket_cpu(g, nic);
     add_pcie_path(r, from, cpu, unit, first);
     auto [it, inserted] = memory_res_.try_emplace(cpu, 0);
-    if (inserted) {
-      it->second =
-          solver_.add_resource(static_cast<double>(params_.host.host_memory_rate.bps()) / 8);
-      res_bytes_.push_back(0);
-    }
+    if (inserted)
+      it->second = new_resource(static_cast<double>(params_.host.host_memory_rate.bps()) / 8);
     r.resources.push_back(it->second);
     r.latency += params_.host.host_memory_latency;
     add_pcie_path(r, cpu, to, unit, first);
@@ -268,7 +258,6 @@ void FlowNetwork::activate(std::uint64_t id) {
   flow.remaining = static_cast<double>(m.size.count());
   flow.last = sim_.now();
   flow.latency = r.latency;
-  flow.resources = r.resources;
   if (r.resources.empty() || m.size == Bytes(0)) {
     // Nothing to share (a message to itself, or empty): only the latency.
     flow.var = UINT32_MAX;
@@ -310,7 +299,7 @@ void FlowNetwork::on_drain(std::uint64_t f) {
   Flow& flow = flows_[f];
   const std::uint64_t id = flow.message;
   if (flow.var != UINT32_MAX) {
-    for (const auto r : flow.resources)
+    for (const auto r : solver_.resources(flow.var))
       res_bytes_[r] += static_cast<std::uint64_t>(log_[id].size.count());
     solver_.remove_variable(flow.var);
     request_update();

@@ -69,7 +69,6 @@ class FlowNetwork final : public TransferPort {
     double rate = 0;  // payload bytes per second
     Time latency{};
     EventHandle drain{};
-    std::vector<MaxMinSolver::Res> resources;
   };
   struct Route {
     std::vector<MaxMinSolver::Res> resources;
@@ -77,6 +76,8 @@ class FlowNetwork final : public TransferPort {
   };
   // The resource of one direction of a link (leaving `from`).
   MaxMinSolver::Res link_resource(Vertex from, const LinkInfo& link);
+  // A solver resource of this capacity (payload bytes per second), with its byte counter.
+  MaxMinSolver::Res new_resource(double bytes_per_s);
   void add_hop(Route& r, Vertex from, const LinkInfo& link, Bytes packet, bool first);
   void add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first);
   Route route_of(const Message& m);

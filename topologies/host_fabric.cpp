@@ -7,6 +7,20 @@
 
 namespace fabricsim {
 
+PcieDistance pcie_distance(const TopologyGraph& g, Vertex gpu, Vertex nic) {
+  int cpus = 0;
+  for (const Vertex v : pcie_path(g, gpu, nic)) cpus += g[v].kind == NodeKind::kCpu;
+  return cpus == 0 ? PcieDistance::kPxb : cpus == 1 ? PcieDistance::kPhb : PcieDistance::kSys;
+}
+
+Vertex nic_socket_cpu(const TopologyGraph& g, Vertex nic) {
+  for (auto [v, end] = boost::vertices(g); v != end; ++v)
+    if (g[*v].kind == NodeKind::kCpu && g[*v].server == g[nic].server &&
+        g[*v].index == g[nic].socket)
+      return *v;
+  throw std::invalid_argument(fmt::format("{} has no CPU socket {}", g[nic].name, g[nic].socket));
+}
+
 HostFabric::HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo, MessageLog& log,
                        std::vector<RdmaNic*> nics, const PacketFormat& format,
                        const HostFabricParams& params)
@@ -48,21 +62,12 @@ std::size_t HostFabric::nic_route(Vertex gpu, std::size_t e, bool to_nic) {
   const Vertex nic = topo_.endpoints()[e];
   Route r{{}, e, to_nic};
   // The pair's PCIe distance decides GPUDirect for transfers between them (NCCL's rule).
-  int cpus_crossed = 0;
-  for (const Vertex v : vertex_path(gpu, nic)) cpus_crossed += g[v].kind == NodeKind::kCpu;
-  const PcieDistance distance = cpus_crossed == 0   ? PcieDistance::kPxb
-                                : cpus_crossed == 1 ? PcieDistance::kPhb
-                                                    : PcieDistance::kSys;
-  r.gpudirect = params_.gpudirect && distance <= params_.gdr_level;
+  r.gpudirect = params_.gpudirect_between(g, gpu, nic);
   if (r.gpudirect) {
     r.hops = to_nic ? path(gpu, nic) : path(nic, gpu);
   } else {
     // Bounce buffer in host memory on the NIC's socket.
-    Vertex cpu = nic;
-    for (auto [v, end] = boost::vertices(g); v != end; ++v)
-      if (g[*v].kind == NodeKind::kCpu && g[*v].server == g[nic].server &&
-          g[*v].index == g[nic].socket)
-        cpu = *v;
+    const Vertex cpu = nic_socket_cpu(g, nic);
     const Vertex from = to_nic ? gpu : nic, to = to_nic ? nic : gpu;
     r.hops = path(from, cpu);
     r.hops.push_back(memory_port(cpu));

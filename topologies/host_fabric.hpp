@@ -35,6 +35,12 @@ namespace fabricsim {
 // GPU-NIC distance classes, as NCCL_NET_GDR_LEVEL names them.
 enum class PcieDistance { kPxb = 1, kPhb = 2, kSys = 3 };
 
+// NCCL's distance class of a GPU-NIC pair: the CPUs their PCIe path crosses (0: PXB, 1: PHB,
+// more: SYS).
+PcieDistance pcie_distance(const TopologyGraph& g, Vertex gpu, Vertex nic);
+// The CPU (socket) a NIC hangs off: where a transfer without GPUDirect is staged.
+Vertex nic_socket_cpu(const TopologyGraph& g, Vertex nic);
+
 struct HostFabricParams {
   bool gpudirect = true;
   // GPUDirect is used for a GPU-NIC pair only if their PCIe path is no longer than this:
@@ -47,6 +53,10 @@ struct HostFabricParams {
   Bytes nvlink_overhead{16};
   Bandwidth host_memory_rate = Bandwidth::from_bps(1'600'000'000'000);  // 200 GB/s per socket
   Time host_memory_latency = Time::from_ps(100'000);                    // 100 ns
+  // GPUDirect for this GPU-NIC pair (on, and within gdr_level).
+  bool gpudirect_between(const TopologyGraph& g, Vertex gpu, Vertex nic) const {
+    return gpudirect && pcie_distance(g, gpu, nic) <= gdr_level;
+  }
 };
 
 class HostFabric final : public HostSide, public PacketSink, public PortOwner {
