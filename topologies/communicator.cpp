@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 namespace fabricsim {
@@ -46,9 +47,13 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
   CommLayout layout;
   // Every GPU, by (server, index); endpoints of each server, by NIC index.
   std::map<std::pair<int, int>, Vertex> gpus;
+  std::map<int, std::size_t> gpus_per_server;
   std::map<int, std::vector<std::uint32_t>> server_nics;
   for (auto [v, end] = boost::vertices(g); v != end; ++v)
-    if (g[*v].kind == NodeKind::kGpu) gpus[{g[*v].server, g[*v].index}] = *v;
+    if (g[*v].kind == NodeKind::kGpu) {
+      gpus[{g[*v].server, g[*v].index}] = *v;
+      ++gpus_per_server[g[*v].server];
+    }
   for (std::size_t e = 0; e < topo.endpoints().size(); ++e) {
     const NodeInfo& n = g[topo.endpoints()[e]];
     server_nics[gpus.empty() ? static_cast<int>(e) : n.server].push_back(
@@ -63,9 +68,9 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
   const int count = !opt.gpus.empty() ? static_cast<int>(opt.gpus.size())
                     : opt.ranks > 0   ? opt.ranks
                                       : total - opt.first_rank;
+  const std::set<int> listed(opt.gpus.begin(), opt.gpus.end());
   const auto member = [&](int ordinal) {
-    if (!opt.gpus.empty())
-      return std::find(opt.gpus.begin(), opt.gpus.end(), ordinal) != opt.gpus.end();
+    if (!listed.empty()) return listed.contains(ordinal);
     return ordinal >= opt.first_rank && ordinal < opt.first_rank + count;
   };
   for (int g : opt.gpus)
@@ -90,10 +95,8 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
         // Nearest NIC; on a tie the one paired with the GPU by index (GPU i with NIC
         // i x NICs / GPUs, as the host model pairs them).
         const auto& snics = server_nics[key.first];
-        const std::size_t gpus_here = static_cast<std::size_t>(std::count_if(
-            gpus.begin(), gpus.end(), [&](const auto& kv) { return kv.first.first == key.first; }));
         std::uint32_t nearest = snics[static_cast<std::size_t>(key.second) * snics.size() /
-                                      std::max<std::size_t>(1, gpus_here)];
+                                      gpus_per_server.at(key.first)];
         for (const auto& [e, hops] : d)
           if (hops < d[nearest]) nearest = e;
         layout.ranks.push_back(
