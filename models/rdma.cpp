@@ -121,7 +121,7 @@ Packet* RdmaNic::pull(EgressPort& port) {
     round_robin_ = slot + 1;
     const std::uint32_t psn = retransmit ? qp.retx : qp.next_psn;
     const SegmentRef seg = segment_at(qp, psn);
-    const Bytes::rep payload = payload_of(qp, psn);
+    const Bytes::rep payload = payload_of(seg, psn);
     Packet* p = pool_.acquire();
     p->kind = PacketKind::kData;
     p->message = id;
@@ -206,8 +206,7 @@ RdmaNic::SegmentRef RdmaNic::segment_at(const QueuePair& qp, std::uint32_t psn) 
   return {s.message, s.first_psn, it == qp.segments.end() ? qp.packets : it->first_psn};
 }
 
-std::uint32_t RdmaNic::payload_of(const QueuePair& qp, std::uint32_t psn) const {
-  const SegmentRef seg = segment_at(qp, psn);
+std::uint32_t RdmaNic::payload_of(const SegmentRef& seg, std::uint32_t psn) const {
   const auto mtu = cfg_.format.mtu.count();
   return static_cast<std::uint32_t>(std::min<Bytes::rep>(
       mtu, log_[seg.message].size.count() - static_cast<Bytes::rep>(psn - seg.first) * mtu));
@@ -215,7 +214,7 @@ std::uint32_t RdmaNic::payload_of(const QueuePair& qp, std::uint32_t psn) const 
 
 void RdmaNic::deliver_in_order(QueuePair& qp, std::uint32_t psn, Time finish) {
   const SegmentRef seg = segment_at(qp, psn);
-  const std::uint32_t payload = payload_of(qp, psn);
+  const std::uint32_t payload = payload_of(seg, psn);
   const bool last = psn + 1 == seg.end;
   rx_bytes_.add(payload);
   if (last) rx_messages_.add();

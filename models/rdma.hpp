@@ -207,7 +207,8 @@ class RdmaNic final : public PacketSink, public PortOwner {
   void tcp_on_ack(std::uint64_t id, std::uint32_t cumulative, bool ece);
   void tcp_timeout(std::uint64_t id);
   std::uint32_t packets_of(Bytes size) const;
-  std::uint32_t payload_of(const QueuePair& qp, std::uint32_t psn) const;
+  // Payload bytes of packet `psn` of the message `seg` (every packet full but its last).
+  std::uint32_t payload_of(const SegmentRef& seg, std::uint32_t psn) const;
   bool tcp() const { return cfg_.transport == Transport::kTcp; }
   Time rto() const;
   void set_rate(QueuePair& qp, double bps);
