@@ -81,7 +81,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
   Simulation sim(scenario.seed);
   FabricBackend fabric(sim, scenario, cluster);
   PacketNetwork* packet = fabric.packet.get();
-  CollectiveEngine engine(sim, fabric.port(), scenario.gpu, scenario.nccl);
+  CollectiveEngine engine(sim, fabric.port(), scenario.gpu, scenario.nccl, scenario.execution);
   CommunicatorOptions options;
   options.ranks = procs * per_proc;
   options.server_order = scenario.nccl.server_order;

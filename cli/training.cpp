@@ -27,7 +27,7 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   Simulation sim(s.seed);
   FabricBackend fabric(sim, s, cluster);
   PacketNetwork* packet = fabric.packet.get();
-  CollectiveEngine engine(sim, fabric.port(), s.gpu, s.nccl);
+  CollectiveEngine engine(sim, fabric.port(), s.gpu, s.nccl, s.execution);
   const int servers = std::max(1, s.cluster.servers);
   const int gpus = static_cast<int>(s.cluster.server.gpus.size());
   CommunicatorOptions base;

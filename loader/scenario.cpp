@@ -455,6 +455,13 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
     if (fl.has("efficiency_nvlink")) e.nvlink = fl.real("efficiency_nvlink", 1.0, 0.01, 1.0);
     if (fl.has("efficiency_pcie")) e.pcie = fl.real("efficiency_pcie", 1.0, 0.01, 1.0);
     if (fl.has("efficiency_network")) e.network = fl.real("efficiency_network", 1.0, 0.01, 1.0);
+    const std::string g = fl.choice("collectives", "auto", {"auto", "slices", "streams"});
+    s.execution.granularity = g == "slices"    ? Granularity::kSlices
+                              : g == "streams" ? Granularity::kStreams
+                                               : Granularity::kAuto;
+    s.execution.stream_above = static_cast<std::uint64_t>(
+        fl.integer("stream_above_primitives", static_cast<std::int64_t>(s.execution.stream_above),
+                   0, std::numeric_limits<std::int64_t>::max()));
     fl.finish();
   }
 

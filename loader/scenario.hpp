@@ -36,6 +36,7 @@ struct Scenario {
   std::uint64_t seed = 1;
   Fidelity fidelity = Fidelity::kPacket;
   FlowEfficiency flow_efficiency{};
+  ExecutionOptions execution{};  // how finely collectives run at flow level ([flow])
   SimulationSettings simulation{};
   ClusterSpec cluster{};
   NetworkParams network{};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 namespace fabricsim {
 
@@ -14,6 +15,14 @@ std::uint64_t pack(std::uint32_t hi, std::uint32_t lo) {
   return (static_cast<std::uint64_t>(hi) << 32) | lo;
 }
 }  // namespace
+
+std::uint64_t TransferPort::post_pipeline(std::span<const Message>, Bytes, double, Time, Time) {
+  throw std::logic_error("this fabric backend runs no pipelines (flow level only)");
+}
+
+Time TransferPort::path_latency(const Message&) {
+  return Time::zero();
+}
 
 Time CollectiveResult::finish() const {
   Time t = start;
@@ -33,6 +42,23 @@ class CollectiveEngine::Builder {
  public:
   Builder(CollectiveEngine& engine, Run& run, const CommLayout& layout, int channels)
       : e_(engine), run_(run), layout_(layout), channels_(channels) {}
+
+  // Streamed execution: one pipeline per channel (per pair for point to point).
+  void build_streamed(const CollectiveRequest& req) {
+    const int n = static_cast<int>(layout_.ranks.size());
+    if (n == 1 || req.op == CollOp::kSendRecv || req.op == CollOp::kAllToAll) {
+      stream_point_to_point(req);
+      return;
+    }
+    for (int c = 0; c < channels_; ++c) {
+      if (req.op == CollOp::kAllReduce && run_.result.algo == Algo::kTree)
+        stream_tree(c, share(req.bytes, c));
+      else if (req.op == CollOp::kBroadcast || req.op == CollOp::kReduce)
+        stream_chain(c, share(req.bytes, c), req.op == CollOp::kReduce, req.root);
+      else
+        stream_ring(c, share(req.bytes, c), req.op);
+    }
+  }
 
   void build(const CollectiveRequest& req) {
     const int n = static_cast<int>(layout_.ranks.size());
@@ -257,6 +283,190 @@ class CollectiveEngine::Builder {
     commit();
   }
 
+  // --- streamed execution (see the header) ---
+
+  // A block's time for one primitive moving `bytes`: its step latency (GPU side: the link
+  // class it sends on, the NVLink figure for the network) and its copy.
+  double op_seconds(const Conn& k, std::uint64_t bytes, bool reduce) const {
+    const LinkClass cls = k.local ? k.link : LinkClass::kNvLink;
+    const double rate = e_.copy_rate(reduce, run_.result.channels);
+    return e_.step_latency(run_.result.proto, cls).seconds() +
+           (rate > 0 ? static_cast<double>(bytes) * 8 / rate : 0.0);
+  }
+  // One hop of a slice's way: the sender's primitive (step latency and copy; inside a server
+  // the copy is the transfer), the proxy's hand-off over the network, and the route.
+  double hop_seconds(const Conn& k, std::uint64_t bytes, bool reduce) const {
+    return op_seconds(k, bytes, reduce) +
+           (k.local ? 0.0 : e_.proxy_delay(run_.result.proto).seconds()) +
+           e_.port_.path_latency(k.address).seconds();
+  }
+  static Time seconds(double s) {
+    return Time::from_ps(static_cast<Time::rep>(std::llround(s * 1e12)));
+  }
+
+  // Adds a pipeline over connections `members` moving `data` bytes each.
+  void pipeline(const std::vector<std::uint32_t>& members, std::uint64_t data, double data_rate_cap,
+                double floor_s, double tail_s) {
+    Pipeline p;
+    for (const std::uint32_t k : members) {
+      p.members.push_back(run_.conns[k].address);
+      p.ranks.push_back(run_.conns[k].sender);
+      p.ranks.push_back(run_.conns[k].receiver);
+    }
+    std::sort(p.ranks.begin(), p.ranks.end());
+    p.ranks.erase(std::unique(p.ranks.begin(), p.ranks.end()), p.ranks.end());
+    const double wire = run_.sizing.wire_factor;
+    p.bytes = Bytes(std::max<Bytes::rep>(
+        1, static_cast<Bytes::rep>(std::ceil(static_cast<double>(data) * wire))));
+    p.rate_cap = data_rate_cap * wire;
+    p.floor = seconds(floor_s);
+    p.tail = seconds(tail_s);
+    run_.result.wire_bytes += p.bytes * static_cast<Bytes::rep>(members.size());
+    run_.pipelines.push_back(std::move(p));
+  }
+
+  std::uint64_t slice_of(std::uint64_t real) const {
+    return std::min<std::uint64_t>(
+        real, static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run_.sizing.slice.count())));
+  }
+
+  // Ring: every rank sends from the first step on (its own chunk), so there is no fill; the
+  // steps of a rank are coupled to its predecessor's previous step, so the ring takes at least
+  // its steps' latencies one after the other (floor: steps x hop, latency-bound sizes), and
+  // otherwise its bytes at the common rate; then the last receive.
+  void stream_ring(int c, std::uint64_t bytes, CollOp op_kind) {
+    const CommChannel& ch = channel(c);
+    const auto n = static_cast<std::uint32_t>(ch.ring.size());
+    std::vector<std::uint32_t> out(n);  // connection ring[i] -> ring[i+1]; streams = ranks
+    for (std::uint32_t i = 0; i < n; ++i)
+      out[i] = conn(c, ch.ring[i], ch.ring[(i + 1) % n], 0, ch.ring[i], ch.ring[(i + 1) % n]);
+    // Sends per connection per chunk, and a rank's primitives per slice by kind.
+    const bool all_reduce = op_kind == CollOp::kAllReduce;
+    const std::uint32_t sends = all_reduce ? 2 * (n - 1) : n - 1;
+    const std::uint32_t reduces = all_reduce || op_kind == CollOp::kReduceScatter ? n - 1 : 0;
+    const std::uint32_t copies = (all_reduce ? 2 * n - 1 : n) - reduces;
+    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
+    std::uint64_t offset = 0, data = 0, first = 0, steps = 0;
+    do {
+      const std::uint64_t real =
+          std::max<std::uint64_t>(1, std::min(chunk, (bytes - offset + n - 1) / n));
+      if (first == 0) first = real;
+      data += real * sends;
+      steps += sends;
+      offset += real * n;
+    } while (offset < bytes);
+    const std::uint64_t slice = slice_of(first);
+    // The slowest rank's block bounds the ring: per slice of every step it runs `reduces`
+    // reductions and `copies` copies (the last a receive), sending `sends` slices.
+    double block = 0, hop = 0;
+    const double reduce_share = static_cast<double>(reduces) / (reduces + copies);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const Conn& k = run_.conns[out[i]];
+      block = std::max(block, reduces * op_seconds(k, slice, true) +
+                                  (copies - 1) * op_seconds(k, slice, false) +
+                                  op_seconds(run_.conns[out[(i + n - 1) % n]], slice, false));
+      hop += reduce_share * hop_seconds(k, slice, true) +
+             (1 - reduce_share) * hop_seconds(k, slice, false);
+    }
+    hop /= n;
+    pipeline(out, data, static_cast<double>(sends * slice) / block,
+             static_cast<double>(steps) * hop, op_seconds(run_.conns[out[0]], slice, false));
+  }
+
+  // Chain (Broadcast, Reduce): a slice takes n-1 hops before the last rank has it (fill),
+  // then the rest streams at the common rate.
+  void stream_chain(int c, std::uint64_t bytes, bool reduce, int root) {
+    const CommChannel& ch = channel(c);
+    const auto n = static_cast<std::uint32_t>(ch.ring.size());
+    const auto root_pos = static_cast<std::uint32_t>(
+        std::find(ch.ring.begin(), ch.ring.end(), static_cast<std::uint32_t>(root)) -
+        ch.ring.begin());
+    std::vector<std::uint32_t> order(n), out(n - 1);
+    for (std::uint32_t i = 0; i < n; ++i) order[i] = ch.ring[(root_pos + (reduce ? i + 1 : i)) % n];
+    for (std::uint32_t i = 0; i + 1 < n; ++i)
+      out[i] = conn(c, order[i], order[i + 1], 0, order[i], order[i + 1]);
+    const std::uint64_t slice = slice_of(std::max<std::uint64_t>(
+        1, std::min<std::uint64_t>(bytes, static_cast<std::uint64_t>(run_.sizing.chunk.count()))));
+    double block = 0, fill = 0;
+    for (const std::uint32_t k : out) {
+      block = std::max(block, op_seconds(run_.conns[k], slice, reduce));
+      fill += hop_seconds(run_.conns[k], slice, reduce);
+    }
+    fill += op_seconds(run_.conns[out.back()], slice, reduce);
+    pipeline(out, bytes, static_cast<double>(slice) / block, 0, fill);
+  }
+
+  // Tree: a chunk goes up to the root and back down before the deepest rank has it (fill:
+  // the deepest rank's way), then the rest streams at the common rate.
+  void stream_tree(int c, std::uint64_t bytes) {
+    const CommChannel& ch = channel(c);
+    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+    const std::uint64_t b = std::max<std::uint64_t>(
+        1, std::min<std::uint64_t>(bytes, static_cast<std::uint64_t>(run_.sizing.chunk.count())));
+    std::vector<std::uint32_t> members, up_of(n, UINT32_MAX), down_of(n, UINT32_MAX);
+    // Connections opened in the order the primitives' builder opens them (children first),
+    // so that both give every edge the same queue pair, hence the same ECMP path.
+    for (std::uint32_t r = 0; r < n; ++r) {
+      for (const std::int32_t child : ch.tree_down[r]) {
+        if (child < 0) continue;
+        const auto k = static_cast<std::uint32_t>(child);
+        up_of[k] = conn(c, k, r, 1, k, r);
+        down_of[k] = conn(c, r, k, 2, r, k);
+      }
+      const std::int32_t parent = ch.tree_up[r];
+      if (parent < 0) continue;
+      const auto p = static_cast<std::uint32_t>(parent);
+      up_of[r] = conn(c, r, p, 1, r, p);
+      down_of[r] = conn(c, p, r, 2, p, r);
+    }
+    double block = 0;
+    for (std::uint32_t r = 0; r < n; ++r) {
+      if (ch.tree_up[r] < 0) continue;
+      members.push_back(up_of[r]);
+      members.push_back(down_of[r]);
+      // Up: a reduction per chunk; down: a copy (each rank has a block for each).
+      block = std::max({block, op_seconds(run_.conns[up_of[r]], b, true),
+                        op_seconds(run_.conns[down_of[r]], b, false)});
+    }
+    if (members.empty()) return;
+    std::uint32_t deepest = 0;
+    int max_depth = -1;
+    for (std::uint32_t r = 0; r < n; ++r) {
+      int depth = 0;
+      for (std::uint32_t q = r; ch.tree_up[q] >= 0; q = static_cast<std::uint32_t>(ch.tree_up[q]))
+        ++depth;
+      if (depth > max_depth) {
+        max_depth = depth;
+        deepest = r;
+      }
+    }
+    double fill = 0;
+    for (std::uint32_t q = deepest; ch.tree_up[q] >= 0;
+         q = static_cast<std::uint32_t>(ch.tree_up[q]))
+      fill += hop_seconds(run_.conns[up_of[q]], b, true) +
+              hop_seconds(run_.conns[down_of[q]], b, false);
+    pipeline(members, bytes, static_cast<double>(b) / block, 0, fill);
+  }
+
+  void stream_point_to_point(const CollectiveRequest& req) {
+    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+    if (n == 1) return;  // a copy inside one GPU: launch latency only
+    const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
+    for (std::uint32_t a = 0; a < n; ++a) {
+      for (std::uint32_t d = 1; d < n; ++d) {
+        if (req.op == CollOp::kSendRecv && d > 1) break;
+        const std::uint32_t b = (a + d) % n;
+        const std::uint32_t k = conn(-1, a, b, 0, a, b);
+        const std::uint64_t chunk = std::max<std::uint64_t>(
+            1, std::min(per_pair, run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther));
+        // A send and a receive primitive per chunk, each on a block of its own.
+        const double op = op_seconds(run_.conns[k], chunk, false);
+        pipeline({k}, per_pair, static_cast<double>(chunk) / op, 0,
+                 hop_seconds(run_.conns[k], chunk, false) + op);
+      }
+    }
+  }
+
   // Lays the collected per-stream op lists out contiguously, in stream order.
   void commit() {
     std::vector<Op> ops;
@@ -288,17 +498,19 @@ class CollectiveEngine::Builder {
 };
 
 CollectiveEngine::CollectiveEngine(Simulation& sim, TransferPort& port, const GpuSpec& gpu,
-                                   const NcclConfig& cfg)
+                                   const NcclConfig& cfg, const ExecutionOptions& exec)
     : sim_(sim),
       port_(port),
       gpu_(gpu),
       cfg_(cfg),
+      exec_(exec),
       start_(sim.bind<&CollectiveEngine::on_start>(*this)),
       op_done_(sim.bind<&CollectiveEngine::on_op_done>(*this)),
       op_post_(sim.bind<&CollectiveEngine::on_op_post>(*this)),
       copy_done_(sim.bind<&CollectiveEngine::on_copy_done>(*this)),
       handoff_(sim.bind<&CollectiveEngine::on_handoff>(*this)),
-      arrival_(sim.bind<&CollectiveEngine::on_arrival>(*this)) {
+      arrival_(sim.bind<&CollectiveEngine::on_arrival>(*this)),
+      pipeline_done_(sim.bind<&CollectiveEngine::on_pipeline_done>(*this)) {
   port_.set_listener(this);
 }
 
@@ -352,17 +564,65 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
   const auto n = comms_[comm].layout.ranks.size();
   r.rank_finish.assign(n, at);
   run.sizing = step_sizing(req.op, r.algo, r.proto, cfg_);
-  Builder(*this, run, comms_[comm].layout, r.channels).build(req);
-  run.op_done.assign(run.ops.size(), false);
-  run.streams_left = static_cast<std::uint32_t>(run.streams.size());
+  r.streamed =
+      port_.pipelines() &&
+      (exec_.granularity == Granularity::kStreams ||
+       (exec_.granularity == Granularity::kAuto && primitives(run, req) > exec_.stream_above));
+  Builder builder(*this, run, comms_[comm].layout, r.channels);
+  if (r.streamed) {
+    builder.build_streamed(req);
+  } else {
+    builder.build(req);
+    run.op_done.assign(run.ops.size(), false);
+    run.streams_left = static_cast<std::uint32_t>(run.streams.size());
+  }
   const Time launch = Time::from_ps(static_cast<Time::rep>(
       std::llround(cfg_.launch_latency_us[static_cast<int>(r.proto)] * 1e6)));
   sim_.schedule_at(at + launch, start_, id);
   return id;
 }
 
+std::uint64_t CollectiveEngine::primitives(const Run& run, const CollectiveRequest& req) const {
+  const auto n = static_cast<std::uint64_t>(comms_[run.comm].layout.ranks.size());
+  const auto nc = static_cast<std::uint64_t>(std::max(1, run.result.channels));
+  const auto ceil_div = [](std::uint64_t a, std::uint64_t b) {
+    return (a + b - 1) / std::max<std::uint64_t>(b, 1);
+  };
+  if (n == 1) return 1;
+  if (req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv) {
+    const std::uint64_t pairs = req.op == CollOp::kAllToAll ? n * (n - 1) : n;
+    const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
+    return pairs * 2 * std::max<std::uint64_t>(1, ceil_div(per_pair, kP2pChunkOther));
+  }
+  const auto chunk = static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run.sizing.chunk.count()));
+  const auto slice = static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run.sizing.slice.count()));
+  const std::uint64_t per_channel = std::max<std::uint64_t>(1, req.bytes / nc);
+  if (req.op == CollOp::kAllReduce && run.result.algo == Algo::kTree)
+    return nc * n * 2 * ceil_div(per_channel, chunk);
+  if (req.op == CollOp::kBroadcast || req.op == CollOp::kReduce)
+    return nc * n * ceil_div(per_channel, slice);
+  const std::uint64_t steps = req.op == CollOp::kAllReduce ? 2 * n - 1 : n;
+  const std::uint64_t loops = ceil_div(per_channel, n * chunk);
+  const std::uint64_t slices = ceil_div(std::min(chunk, ceil_div(per_channel, n)), slice);
+  return nc * n * steps * loops * slices;
+}
+
 void CollectiveEngine::on_start(std::uint64_t id) {
   Run& run = runs_[id];
+  if (run.result.streamed) {
+    if (run.pipelines.empty()) {  // nothing to move (one rank)
+      finish_pipelines(static_cast<std::uint32_t>(id));
+      return;
+    }
+    run.streams_left = static_cast<std::uint32_t>(run.pipelines.size());
+    for (std::uint32_t p = 0; p < run.pipelines.size(); ++p) {
+      const Pipeline& pl = run.pipelines[p];
+      const std::uint64_t mid =
+          port_.post_pipeline(pl.members, pl.bytes, pl.rate_cap, pl.floor, pl.tail);
+      messages_.emplace(mid, std::make_pair(static_cast<std::uint32_t>(id), kPipelineBit | p));
+    }
+    return;
+  }
   for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
     if (run.streams[s].begin == run.streams[s].end) {
       finish_stream(static_cast<std::uint32_t>(id), s);
@@ -397,14 +657,9 @@ void CollectiveEngine::try_advance(std::uint32_t id, std::uint32_t s) {
   const Time t_latency =
       step_latency(run.result.proto, cls == LinkClass::kNet ? LinkClass::kNvLink : cls);
   Time t_copy{};
-  if (gpu_.channel.bps() > 0 && o.bytes > 0) {
-    const double accesses = o.reduce ? 3 : 2;
-    const double hbm_share =
-        static_cast<double>(gpu_.hbm.bps()) / (accesses * std::max(1, run.result.channels));
-    const double rate = std::min(static_cast<double>(gpu_.channel.bps()), hbm_share);
+  if (const double rate = copy_rate(o.reduce, run.result.channels); rate > 0 && o.bytes > 0)
     t_copy = Time::from_ps(
         static_cast<Time::rep>(std::ceil(static_cast<double>(o.bytes) * 8e12 / rate)));
-  }
   st.busy = true;
   st.since = sim_.now();
   std::uint32_t local_sends = 0;
@@ -443,15 +698,25 @@ Time CollectiveEngine::step_latency(Proto proto, LinkClass link) const {
       std::llround(cfg_.step_latency_us[static_cast<int>(proto)][static_cast<int>(link)] * 1e6)));
 }
 
+Time CollectiveEngine::proxy_delay(Proto proto) const {
+  return std::max(Time::zero(),
+                  step_latency(proto, LinkClass::kNet) - step_latency(proto, LinkClass::kNvLink));
+}
+
+double CollectiveEngine::copy_rate(bool reduce, int channels) const {
+  if (gpu_.channel.bps() <= 0) return 0;   // unlimited
+  const double accesses = reduce ? 3 : 2;  // a reduction reads two buffers and writes one
+  const double hbm_share = static_cast<double>(gpu_.hbm.bps()) / (accesses * std::max(1, channels));
+  return std::min(static_cast<double>(gpu_.channel.bps()), hbm_share);
+}
+
 void CollectiveEngine::post_sends(std::uint32_t id, std::uint32_t index) {
   Run& run = runs_[id];
   const Op& o = run.ops[index];
   const Bytes wire(std::max<Bytes::rep>(
       1,
       static_cast<Bytes::rep>(std::ceil(static_cast<double>(o.bytes) * run.sizing.wire_factor))));
-  // The proxy's share of a network step: network latency beyond the GPU side.
-  const Time proxy = std::max(Time::zero(), step_latency(run.result.proto, LinkClass::kNet) -
-                                                step_latency(run.result.proto, LinkClass::kNvLink));
+  const Time proxy = proxy_delay(run.result.proto);
   for (std::uint32_t i = o.send_begin; i < o.send_end; ++i) {
     const std::uint32_t k = run.op_conns[i];
     Conn& c = run.conns[k];
@@ -520,6 +785,11 @@ void CollectiveEngine::on_message_complete(std::uint64_t mid) {
   if (it == messages_.end()) return;
   const auto [id, k] = it->second;
   messages_.erase(it);
+  if ((k & kPipelineBit) != 0) {
+    sim_.schedule_at(std::max(sim_.now(), port_.message(mid).finish), pipeline_done_,
+                     pack(id, k & ~kPipelineBit));
+    return;
+  }
   // Called from inside the fabric: act in an event of our own, at the delivery time.
   sim_.schedule_at(std::max(sim_.now(), port_.message(mid).finish), arrival_, pack(id, k));
 }
@@ -534,6 +804,29 @@ void CollectiveEngine::on_arrival(std::uint64_t payload) {
   // never has two transfers in flight.)
   if (c.local) release(id, c.sender);
   try_advance(id, c.receiver);
+}
+
+void CollectiveEngine::on_pipeline_done(std::uint64_t payload) {
+  const auto id = static_cast<std::uint32_t>(payload >> 32);
+  Run& run = runs_[id];
+  const Pipeline& p = run.pipelines[static_cast<std::uint32_t>(payload)];
+  for (const std::uint32_t rank : p.ranks) {
+    run.result.rank_finish[rank] = std::max(run.result.rank_finish[rank], sim_.now());
+    if (steps_ != nullptr && steps_->size() < step_limit_)
+      steps_->push_back({run.comm, rank, run.result.start, sim_.now()});
+  }
+  if (--run.streams_left == 0) finish_pipelines(id);
+}
+
+void CollectiveEngine::finish_pipelines(std::uint32_t id) {
+  Run& run = runs_[id];
+  if (run.pipelines.empty())  // one rank: nothing moved
+    for (Time& f : run.result.rank_finish) f = sim_.now();
+  run.result.done = true;
+  run.pipelines = {};
+  run.conns = {};
+  run.conn_index = {};
+  if (run.listener != nullptr) run.listener->on_collective_done(id);
 }
 
 void CollectiveEngine::finish_stream(std::uint32_t id, std::uint32_t s) {

@@ -33,12 +33,26 @@
 // tree's tree c mod 2 across servers, chains inside servers. AllToAll and SendRecv are
 // point-to-point, in chunks of NCCL's P2P chunk size (NVLink 512 KiB, otherwise 128 KiB).
 // A collective's time at a rank is launch latency + the time its last stream finishes.
+//
+// Streamed execution (backends with pipelines, i.e. the flow level): a collective with many
+// primitives runs instead as one pipeline per channel (ring: its n connections; chain: its
+// n-1; tree: its up and down edges; point to point: one per pair), every member moving the
+// bytes the primitives would send on it, at one max-min rate capped by the blocks' copy rate
+// per primitive (step latency + slice / copy rate, over the primitives of a chunk). Its time
+// is that fluid transfer plus the pipeline fill: the first slice's way along the critical path
+// (D hops: ring AllReduce 2(n-1), ring AllGather/ReduceScatter n-1, chain n-1, tree the
+// deepest leaf's way up and back down), each hop its step latency, its copy and, over the
+// network, the proxy hand-off, plus the route's latency. Steady state and fill are those of the
+// primitives' execution; what it leaves out is the interplay of individual slices (credits
+// running dry, slices of two channels meeting on a link), so streaming is the default only
+// above `stream_above` primitives, where that is noise.
 
 #include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -80,8 +94,28 @@ class TransferPort {
   virtual const Message& message(std::uint64_t id) const = 0;
   virtual void set_listener(CompletionListener* listener) = 0;
 
+  // Optional (the flow level offers it): a pipeline, one fluid flow standing for connections
+  // whose transfers are coupled so that all move at one rate (the connections of a ring or
+  // tree channel, tied together by credits). Each member moves `bytes`; the common rate is
+  // max-min fair over every resource the members' routes cross (a resource crossed by k
+  // members is used k times) and at most `rate_cap` bytes/s. It completes like a message (the
+  // id returned) at max(its bytes drained, start + floor) + tail.
+  virtual bool pipelines() const { return false; }
+  virtual std::uint64_t post_pipeline(std::span<const Message> members, Bytes bytes,
+                                      double rate_cap, Time floor, Time tail);
+  // The latency of a message's route (propagation, switching, store and forward of its last
+  // packet), for a pipeline's fill.
+  virtual Time path_latency(const Message& m);
+
  protected:
   ~TransferPort() = default;
+};
+
+// How finely collectives run on a backend that offers pipelines (the flow level).
+enum class Granularity { kAuto, kSlices, kStreams };
+struct ExecutionOptions {
+  Granularity granularity = Granularity::kAuto;
+  std::uint64_t stream_above = 50'000;  // auto: stream collectives with more primitives
 };
 
 struct CollectiveRequest {
@@ -101,7 +135,8 @@ struct CollectiveResult {
   double tuner_us = 0;  // NCCL's own estimate for the chosen pair
   Time start{};
   std::vector<Time> rank_finish;
-  Bytes wire_bytes{};  // bytes handed to the fabric, protocol overhead included
+  Bytes wire_bytes{};     // bytes handed to the fabric, protocol overhead included
+  bool streamed = false;  // ran as pipelines (see the header), not primitive by primitive
   bool done = false;
   Time finish() const;     // the last rank's finish
   double mean_us() const;  // mean over ranks of (finish - start)
@@ -123,7 +158,8 @@ class CollectiveListener {
 
 class CollectiveEngine final : public CompletionListener {
  public:
-  CollectiveEngine(Simulation& sim, TransferPort& port, const GpuSpec& gpu, const NcclConfig& cfg);
+  CollectiveEngine(Simulation& sim, TransferPort& port, const GpuSpec& gpu, const NcclConfig& cfg,
+                   const ExecutionOptions& exec = {});
   CollectiveEngine(const CollectiveEngine&) = delete;
   CollectiveEngine& operator=(const CollectiveEngine&) = delete;
 
@@ -169,6 +205,14 @@ class CollectiveEngine final : public CompletionListener {
     std::uint32_t pending = 0;  // copy timer + in-server sends still to land
     std::int32_t partner = -1;  // stream to poke when one of its ops finishes
   };
+  // One pipeline of a streamed collective (TransferPort::post_pipeline's arguments).
+  struct Pipeline {
+    std::vector<Message> members;
+    Bytes bytes{};
+    double rate_cap = 0;
+    Time floor{}, tail{};
+    std::vector<std::uint32_t> ranks;  // they finish when it completes
+  };
   struct Run {
     std::uint32_t comm = 0;
     CollectiveResult result;
@@ -180,6 +224,7 @@ class CollectiveEngine final : public CompletionListener {
     std::vector<Stream> streams;
     std::vector<bool> op_done;
     std::uint32_t streams_left = 0;
+    std::vector<Pipeline> pipelines;
     std::map<std::tuple<int, std::uint32_t, std::uint32_t, int>, std::uint32_t> conn_index;
   };
   struct Comm {
@@ -194,6 +239,15 @@ class CollectiveEngine final : public CompletionListener {
   void on_copy_done(std::uint64_t payload);
   void on_handoff(std::uint64_t payload);
   Time step_latency(Proto proto, LinkClass link) const;
+  // The network step's share the proxy adds beyond the GPU side.
+  Time proxy_delay(Proto proto) const;
+  // One thread block's copy rate, bits/s: min(per-block rate, HBM / (accesses x channels)).
+  double copy_rate(bool reduce, int channels) const;
+  // Primitives the request would run as (to choose streamed execution).
+  std::uint64_t primitives(const Run& run, const CollectiveRequest& req) const;
+  void on_pipeline_done(std::uint64_t payload);
+  void finish_pipelines(std::uint32_t run);
+  static constexpr std::uint32_t kPipelineBit = 1u << 31;  // in messages_: a pipeline index
   void release(std::uint32_t run, std::uint32_t stream);
   void post_sends(std::uint32_t run, std::uint32_t op);
   void complete_op(std::uint32_t run, std::uint32_t stream);
@@ -206,11 +260,12 @@ class CollectiveEngine final : public CompletionListener {
   TransferPort& port_;
   GpuSpec gpu_;
   NcclConfig cfg_;
+  ExecutionOptions exec_;
   std::vector<Comm> comms_;
   std::deque<Run> runs_;
   // message id -> (run, conn); messages of other traffic are not ours.
   std::map<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> messages_;
-  HandlerId start_, op_done_, op_post_, copy_done_, handoff_, arrival_;
+  HandlerId start_, op_done_, op_post_, copy_done_, handoff_, arrival_, pipeline_done_;
   std::vector<StepSpan>* steps_ = nullptr;
   std::size_t step_limit_ = 0;
 };

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "models/collective.hpp"
@@ -225,4 +226,78 @@ TEST(FlowLevel, RingAllReduceOn4DgxA100MatchesPacketLevelWithin5Percent) {
     const double tp = time(packet, a, bytes), tf = time(flow, b, bytes);
     EXPECT_NEAR(tf / tp, 1.0, 0.05) << bytes << " B: packet " << tp << " us, flow " << tf;
   }
+}
+
+TEST(FlowLevel, StreamedCollectivesMatchPrimitiveExecutionWithin5Percent) {
+  // The same collectives on the same flow-level fabric, run primitive by primitive and as one
+  // pipeline per channel (per pair for AllToAll): 4 x DGX A100 with destination-mod-k routing,
+  // NCCL's 16 channels, sizes where streaming is the default (>= 64 MiB).
+  const Topology topo = build_cluster(fixtures::dgx_a100_x4());
+  const Routing routing = Routing::compute(topo, 1);
+  NetworkParams p = fixtures::dgx_network(32_MiB);
+  p.path_selection = PathSelection::kDestModK;
+  const CommLayout layout = build_communicator(topo, routing, {});
+  struct Case {
+    CollOp op;
+    std::optional<Algo> algo;
+    std::uint64_t bytes;
+  };
+  const Case cases[] = {{CollOp::kAllReduce, Algo::kRing, 256 << 20},
+                        {CollOp::kAllReduce, Algo::kTree, 256 << 20},
+                        {CollOp::kAllGather, std::nullopt, 256 << 20},
+                        {CollOp::kReduceScatter, std::nullopt, 256 << 20},
+                        {CollOp::kBroadcast, std::nullopt, 1 << 30},
+                        {CollOp::kAllToAll, std::nullopt, 64 << 20}};
+  for (const Case& c : cases) {
+    double us[2];
+    std::size_t messages[2];
+    for (int streamed = 0; streamed < 2; ++streamed) {
+      Simulation sim(1);
+      FlowNetwork net(sim, topo, routing, p);
+      CollectiveEngine engine(
+          sim, net, gpu_preset("a100"), {},
+          {.granularity = streamed != 0 ? Granularity::kStreams : Granularity::kSlices});
+      const auto comm = engine.add_communicator(layout);
+      const auto id = engine.launch(
+          comm, {.op = c.op, .bytes = c.bytes, .algo = c.algo, .proto = Proto::kSimple},
+          Time::zero());
+      sim.run();
+      ASSERT_TRUE(engine.result(id).done);
+      EXPECT_EQ(engine.result(id).streamed, streamed != 0);
+      us[streamed] = engine.result(id).mean_us();
+      messages[streamed] = net.messages().size();
+    }
+    const std::string what = fmt::format("{} {} B", to_string(c.op), c.bytes);
+    EXPECT_NEAR(us[1] / us[0], 1.0, 0.05)
+        << what << ": slices " << us[0] << " us, streams " << us[1];
+    EXPECT_LT(messages[1] * 10, messages[0]) << what;  // the point: far fewer flows
+  }
+}
+
+TEST(FlowLevel, AutoGranularityStreamsOnlyLargeCollectives) {
+  const Topology topo = build_cluster(fixtures::dgx_a100_x4());
+  const Routing routing = Routing::compute(topo, 1);
+  const CommLayout layout = build_communicator(topo, routing, {});
+  const auto streamed = [&](std::uint64_t bytes, std::uint64_t above) {
+    Simulation sim(1);
+    FlowNetwork net(sim, topo, routing, fixtures::dgx_network(32_MiB));
+    CollectiveEngine engine(sim, net, gpu_preset("a100"), {},
+                            {.granularity = Granularity::kAuto, .stream_above = above});
+    const auto id = engine.launch(engine.add_communicator(layout),
+                                  {.op = CollOp::kAllReduce, .bytes = bytes}, Time::zero());
+    sim.run();
+    return engine.result(id).streamed;
+  };
+  EXPECT_FALSE(streamed(1 << 20, 50'000));
+  EXPECT_TRUE(streamed(1 << 30, 50'000));
+  EXPECT_FALSE(streamed(1 << 30, UINT64_MAX));
+  // The packet level has no pipelines: always primitive by primitive.
+  Simulation sim(1);
+  PacketNetwork packet(sim, topo, routing, fixtures::dgx_network(32_MiB));
+  CollectiveEngine engine(sim, packet, gpu_preset("a100"), {},
+                          {.granularity = Granularity::kStreams});
+  const auto id = engine.launch(engine.add_communicator(layout),
+                                {.op = CollOp::kAllReduce, .bytes = 1 << 16}, Time::zero());
+  sim.run();
+  EXPECT_FALSE(engine.result(id).streamed);
 }

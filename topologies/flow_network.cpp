@@ -214,7 +214,7 @@ std::uint32_t FlowNetwork::open_connection() {
   return static_cast<std::uint32_t>(connections_.size() - 1);
 }
 
-std::uint64_t FlowNetwork::post(const Message& m) {
+std::uint64_t FlowNetwork::new_message(const Message& m) {
   std::uint64_t id = log_.size();
   if (!free_messages_.empty()) {
     id = free_messages_.back();
@@ -223,6 +223,11 @@ std::uint64_t FlowNetwork::post(const Message& m) {
   } else {
     log_.push_back(m);
   }
+  return id;
+}
+
+std::uint64_t FlowNetwork::post(const Message& m) {
+  const std::uint64_t id = new_message(m);
   if (log_[id].connection == Message::kOwnConnection) log_[id].connection = open_connection();
   sim_.schedule_at(m.start, start_, id);
   return id;
@@ -242,8 +247,40 @@ void FlowNetwork::on_start(std::uint64_t id) {
 }
 
 void FlowNetwork::activate(std::uint64_t id) {
-  const Message& m = log_[id];
-  Route r = route_of(m);
+  const Route r = route_of(log_[id]);
+  start_flow(id, r.resources, r.latency);
+}
+
+std::uint64_t FlowNetwork::post_pipeline(std::span<const Message> members, Bytes bytes,
+                                         double rate_cap, Time floor, Time tail) {
+  Message m = members.front();
+  m.size = bytes;
+  m.start = sim_.now();
+  const std::uint64_t id = new_message(m);
+  scratch_.clear();
+  for (const Message& member : members) {
+    const Route r = route_of(member);
+    scratch_.insert(scratch_.end(), r.resources.begin(), r.resources.end());
+  }
+  // The copy engines' limit: a resource of the pipeline's own.
+  MaxMinSolver::Res cap;
+  if (!free_caps_.empty()) {
+    cap = free_caps_.back();
+    free_caps_.pop_back();
+    solver_.set_capacity(cap, rate_cap);
+  } else {
+    cap = new_resource(rate_cap);
+  }
+  scratch_.push_back(cap);
+  const std::uint32_t f = start_flow(id, scratch_, tail);
+  flows_[f].cap = cap;
+  flows_[f].queued = false;
+  flows_[f].not_before = sim_.now() + floor;
+  return id;
+}
+
+std::uint32_t FlowNetwork::start_flow(std::uint64_t id,
+                                      std::span<const MaxMinSolver::Res> resources, Time latency) {
   std::uint32_t f;
   if (!free_flows_.empty()) {
     f = free_flows_.back();
@@ -255,19 +292,20 @@ void FlowNetwork::activate(std::uint64_t id) {
   Flow& flow = flows_[f];
   flow = Flow{};
   flow.message = id;
-  flow.remaining = static_cast<double>(m.size.count());
+  flow.remaining = static_cast<double>(log_[id].size.count());
   flow.last = sim_.now();
-  flow.latency = r.latency;
-  if (r.resources.empty() || m.size == Bytes(0)) {
+  flow.latency = latency;
+  if (resources.empty() || log_[id].size == Bytes(0)) {
     // Nothing to share (a message to itself, or empty): only the latency.
     flow.var = UINT32_MAX;
     flow.drain = sim_.schedule_cancellable_at(sim_.now(), drain_, f);
-    return;
+    return f;
   }
-  flow.var = solver_.add_variable(r.resources);
+  flow.var = solver_.add_variable(resources);
   if (flow_of_var_.size() <= flow.var) flow_of_var_.resize(flow.var + 1);
   flow_of_var_[flow.var] = f;
   request_update();
+  return f;
 }
 
 void FlowNetwork::request_update() {
@@ -305,11 +343,15 @@ void FlowNetwork::on_drain(std::uint64_t f) {
     request_update();
   }
   free_flows_.push_back(static_cast<std::uint32_t>(f));
+  if (flow.cap != kNoCap) free_caps_.push_back(flow.cap);
+  const bool queued = flow.queued;
+  const Time done = std::max(sim_.now(), flow.not_before) + flow.latency;
   log_.add_received(id, log_[id].size);
-  log_.complete(id, sim_.now() + flow.latency);
+  log_.complete(id, done);
+  if (recycle_) free_messages_.push_back(id);
+  if (!queued) return;
   auto& queue = connections_[log_[id].connection];
   queue.pop_front();
-  if (recycle_) free_messages_.push_back(id);
   if (!queue.empty()) activate(queue.front());
 }
 

@@ -43,6 +43,10 @@ class FlowNetwork final : public TransferPort {
   std::uint64_t post(const Message& m) override;
   const Message& message(std::uint64_t id) const override { return log_[id]; }
   void set_listener(CompletionListener* listener) override { log_.listener = listener; }
+  bool pipelines() const override { return true; }
+  std::uint64_t post_pipeline(std::span<const Message> members, Bytes bytes, double rate_cap,
+                              Time floor, Time tail) override;
+  Time path_latency(const Message& m) override { return route_of(m).latency; }
   MessageLog& messages() { return log_; }
   const MessageLog& messages() const { return log_; }
   void start_messages();
@@ -69,7 +73,11 @@ class FlowNetwork final : public TransferPort {
     double rate = 0;  // payload bytes per second
     Time latency{};
     EventHandle drain{};
+    MaxMinSolver::Res cap = kNoCap;  // a pipeline's private rate cap
+    bool queued = true;              // a message on its connection's queue (not a pipeline)
+    Time not_before{};               // a pipeline's floor
   };
+  static constexpr MaxMinSolver::Res kNoCap = UINT32_MAX;
   struct Route {
     std::vector<MaxMinSolver::Res> resources;
     Time latency{};
@@ -81,8 +89,12 @@ class FlowNetwork final : public TransferPort {
   void add_hop(Route& r, Vertex from, const LinkInfo& link, Bytes packet, bool first);
   void add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first);
   Route route_of(const Message& m);
+  std::uint64_t new_message(const Message& m);  // a log slot (recycled when allowed)
   void on_start(std::uint64_t id);
   void activate(std::uint64_t id);
+  // Starts the flow of message `id` on these resources, draining in `latency` after its bytes.
+  std::uint32_t start_flow(std::uint64_t id, std::span<const MaxMinSolver::Res> resources,
+                           Time latency);
   void on_update(std::uint64_t);
   void on_drain(std::uint64_t flow);
   void request_update();
@@ -113,6 +125,8 @@ class FlowNetwork final : public TransferPort {
   std::uint64_t updates_ = 0, resolved_ = 0;
   HandlerId start_, update_, drain_;
   std::vector<MaxMinSolver::Var> changed_;
+  std::vector<MaxMinSolver::Res> free_caps_;  // pipeline caps no longer in use
+  std::vector<MaxMinSolver::Res> scratch_;
 };
 
 }  // namespace fabricsim
