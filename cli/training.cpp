@@ -34,7 +34,9 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   base.server_order = s.nccl.server_order;
   base.server_list = s.nccl.server_list;
   base.channel_gbs = static_cast<double>(s.gpu.channel.bps()) / 8e9;
-  std::vector<std::uint32_t> tp, dp;
+  const int stages = std::max(1, spec.pipeline_stages);
+  const int replicas = servers / stages;
+  WorkloadComms comms;
   std::vector<double> speed(static_cast<std::size_t>(servers), 1.0);
   for (int srv = 0; srv < servers; ++srv) {
     CommunicatorOptions o = base;
@@ -42,21 +44,35 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
     o.server_list.clear();
     o.first_rank = srv * gpus;
     o.ranks = gpus;
-    tp.push_back(engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
+    comms.tp.push_back(
+        engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
     for (int g = 0; g < gpus; ++g)
       speed[static_cast<std::size_t>(srv)] = std::min(
           speed[static_cast<std::size_t>(srv)],
           spec.gpu_speed.empty() ? 1.0 : spec.gpu_speed[static_cast<std::size_t>(srv * gpus + g)]);
   }
-  if (servers > 1) {
+  // DP: GPU g of every replica of a stage. PP: a server's GPUs, then its next-stage peer's.
+  comms.dp.resize(static_cast<std::size_t>(stages));
+  for (int p = 0; p < stages && replicas > 1; ++p) {
     for (int g = 0; g < gpus; ++g) {
       CommunicatorOptions o = base;
-      for (int srv = 0; srv < servers; ++srv) o.gpus.push_back(srv * gpus + g);
-      dp.push_back(
+      for (int d = 0; d < replicas; ++d) o.gpus.push_back((p * replicas + d) * gpus + g);
+      comms.dp[static_cast<std::size_t>(p)].push_back(
           engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
     }
   }
-  WorkloadDriver driver(sim, engine, spec, tp, dp, speed);
+  for (int srv = 0; srv + replicas < servers && stages > 1; ++srv) {
+    CommunicatorOptions o = base;
+    o.server_order = "hostfile";
+    o.server_list.clear();
+    for (int g = 0; g < gpus; ++g) o.gpus.push_back(srv * gpus + g);
+    for (int g = 0; g < gpus; ++g) o.gpus.push_back((srv + replicas) * gpus + g);
+    comms.pp.push_back(
+        engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
+  }
+  const std::uint32_t dp_first =
+      comms.dp.front().empty() ? comms.tp.front() : comms.dp.front().front();
+  WorkloadDriver driver(sim, engine, spec, std::move(comms), speed);
   if (trace) driver.enable_trace();
   driver.start();
   if (progress) sim.set_progress_callback(std::move(progress));
@@ -67,11 +83,11 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   for (const StepSpan& st : r.workload.steps) {
     const auto gpu = static_cast<int>(engine.layout(st.comm).ranks[st.rank].gpu);
     r.workload.trace.push_back(
-        {"primitive", gpu / gpus, 3 + gpu % gpus, st.start, st.end - st.start});
+        {"primitive", gpu / gpus, 4 + gpu % gpus, st.start, st.end - st.start});
   }
   r.sim_time = sim.now();
   r.events = sim.events_processed();
-  r.channels = engine.channels(dp.empty() ? tp.front() : dp.front());
+  r.channels = engine.channels(dp_first);
   for (const auto& c : sim.probes().counters())
     r.counters.emplace_back(std::string(c.name), c.value);
   if (packet) {
@@ -102,6 +118,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
   one.workload.tokens_per_step = std::max<std::uint64_t>(
       1, scenario.workload.tokens_per_step / static_cast<std::uint64_t>(scenario.cluster.servers));
   one.workload.gpu_speed.resize(scenario.cluster.server.gpus.size(), 1.0);
+  one.workload.pipeline_stages = 1;  // one server holds one stage's work
   const BuiltCluster single(one);
   const TrainingRun alone = simulate(one, single, one.workload, {}, false);
 
@@ -117,7 +134,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
   r.counters = full.counters;
   r.bottlenecks = full.bottlenecks;
   const double n = scenario.cluster.servers;
-  const double dp_s = w.dp_active.seconds();
+  const double dp_s = w.dp_active.seconds() / std::max(1, scenario.workload.pipeline_stages);
   // Bytes each NIC received: its counters at packet level; at flow level what the ring
   // AllReduces must move, 2(n-1)/n of the gradients of the GPUs that share the NIC.
   const double nics = static_cast<double>(cluster.topology.endpoints().size());
@@ -150,6 +167,10 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
       {"compute_slowdown_overlapped",
        compute_slowdown(scenario.gpu, full.channels, Bandwidth{}, false), ""},
   };
+  if (scenario.workload.pipeline_stages > 1) {
+    r.metrics.push_back({"pp_send_ms", w.pp_send_ms, "ms"});
+    r.metrics.push_back({"pipeline_bubble_ms", w.pp_wait_ms, "ms"});
+  }
   for (const auto& binary : scenario.study_ops) {
     for (const Bytes size : scenario.study_sizes) {
       NcclTestsArgs a;
@@ -185,8 +206,8 @@ namespace fabricsim {
 std::string chrome_trace(const std::vector<TraceSpan>& spans) {
   std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
   const auto track = [](int t) {
-    const char* named[] = {"compute", "TP AllReduce", "DP AllReduce"};
-    return t < 3 ? std::string(named[t]) : fmt::format("GPU {} primitives", t - 3);
+    const char* named[] = {"compute", "TP AllReduce", "DP AllReduce", "PP send"};
+    return t < 4 ? std::string(named[t]) : fmt::format("GPU {} primitives", t - 4);
   };
   std::map<int, std::set<int>> tracks_of;  // server -> the tracks it uses
   for (const auto& sp : spans) tracks_of[sp.server].insert(sp.track);
@@ -207,7 +228,7 @@ std::string chrome_trace(const std::vector<TraceSpan>& spans) {
   for (const auto& sp : spans)
     add(fmt::format(
         R"({{"name": "{}", "cat": "{}", "ph": "X", "ts": {:.3f}, "dur": {:.3f}, "pid": {}, "tid": {}}})",
-        sp.name, sp.track < 3 ? track(sp.track) : "collective", sp.start.us(), sp.duration.us(),
+        sp.name, sp.track < 4 ? track(sp.track) : "collective", sp.start.us(), sp.duration.us(),
         sp.server, sp.track));
   out += "\n]}\n";
   return out;

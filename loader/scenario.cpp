@@ -390,10 +390,28 @@ void read_nccl(ConfigReader& r, Scenario& s) {
 void read_workload(ConfigReader& w, Scenario& s) {
   WorkloadSpec& k = s.workload;
   k.model_params = w.real("model_params", 0.0, 0.0, 1e15);
-  k.tokens_per_step =
-      static_cast<std::uint64_t>(w.integer("tokens_per_step", std::nullopt, 1, 1LL << 50));
   const int servers = std::max(1, s.cluster.servers);
   const int gpus = s.cluster.servers > 0 ? static_cast<int>(s.cluster.server.gpus.size()) : 1;
+  k.pipeline_stages = static_cast<int>(w.integer("pipeline_stages", 1, 1, 1 << 16));
+  if (servers % k.pipeline_stages != 0)
+    w.error("pipeline_stages",
+            fmt::format("must divide the {} servers (stages of equal size)", servers));
+  k.micro_batches = static_cast<int>(w.integer("micro_batches", 1, 1, 1 << 20));
+  // Sequence shape: tokens per step = micro-batches x micro-batch size x sequence length x
+  // data-parallel replicas; stage-to-stage activations per GPU = sequence length x micro-batch
+  // size x hidden size x bytes per element / GPUs per server (Megatron's scatter-gather of
+  // pipeline tensors across the tensor-parallel ranks).
+  const auto seq = w.integer("sequence_length", 0, 0, 1LL << 30);
+  const auto mbs = w.integer("micro_batch_size", 1, 1, 1LL << 30);
+  const auto hidden = w.integer("hidden_size", 0, 0, 1LL << 30);
+  const auto element = w.integer("activation_bytes_per_element", 2, 1, 16);
+  const int replicas = servers / std::max(1, k.pipeline_stages);
+  const std::int64_t derived_tokens = seq * mbs * k.micro_batches * replicas;
+  k.tokens_per_step = static_cast<std::uint64_t>(w.integer(
+      "tokens_per_step", seq > 0 ? std::optional<std::int64_t>(derived_tokens) : std::nullopt, 1,
+      1LL << 50));
+  const std::int64_t derived_pp = hidden > 0 ? seq * mbs * hidden * element / gpus : 0;
+  k.pp_bytes = static_cast<std::uint64_t>(w.bytes("pp_bytes", Bytes(derived_pp), true).count());
   if (w.has("sustained_tflops")) {
     const double rate = w.real("sustained_tflops", std::nullopt, 0.001, 1e6) * 1e12;
     if (k.model_params <= 0)

@@ -79,6 +79,25 @@ class CollectiveEngine::Builder {
   }
 
  private:
+  // Point to point (sender, receiver) pairs: AllToAll every ordered pair, SendRecv its senders
+  // to their peers.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs(const CollectiveRequest& req) const {
+    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+    if (req.op == CollOp::kAllToAll) {
+      for (std::uint32_t a = 0; a < n; ++a)
+        for (std::uint32_t d = 1; d < n; ++d) out.emplace_back(a, (a + d) % n);
+      return out;
+    }
+    const std::uint32_t count = req.send_count == 0 ? n : req.send_count;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const std::uint32_t a = (req.send_first + i) % n;
+      const std::uint32_t b = (a + req.peer_offset) % n;
+      if (a != b) out.emplace_back(a, b);
+    }
+    return out;
+  }
+
   // Bytes of channel c: S split evenly, the remainder to the first channels.
   std::uint64_t share(std::uint64_t bytes, int c) const {
     const auto nc = static_cast<std::uint64_t>(channels_);
@@ -264,21 +283,17 @@ class CollectiveEngine::Builder {
       return;
     }
     const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
-    for (std::uint32_t a = 0; a < n; ++a) {
-      for (std::uint32_t d = 1; d < n; ++d) {
-        if (req.op == CollOp::kSendRecv && d > 1) break;
-        const std::uint32_t b = (a + d) % n;
-        const std::uint32_t s = stream(a), r = stream(b);
-        const std::uint32_t k = conn(-1, a, b, 0, s, r);
-        const std::uint64_t chunk = run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther;
-        std::uint64_t offset = 0;
-        do {
-          const std::uint64_t part = std::min(chunk, per_pair - offset);
-          op(s, {}, {k}, part, false);
-          op(r, {k}, {}, part, false);
-          offset += part;
-        } while (offset < per_pair);
-      }
+    for (const auto& [a, b] : pairs(req)) {
+      const std::uint32_t s = stream(a), r = stream(b);
+      const std::uint32_t k = conn(-1, a, b, 0, s, r);
+      const std::uint64_t chunk = run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther;
+      std::uint64_t offset = 0;
+      do {
+        const std::uint64_t part = std::min(chunk, per_pair - offset);
+        op(s, {}, {k}, part, false);
+        op(r, {k}, {}, part, false);
+        offset += part;
+      } while (offset < per_pair);
     }
     commit();
   }
@@ -452,18 +467,14 @@ class CollectiveEngine::Builder {
     const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
     if (n == 1) return;  // a copy inside one GPU: launch latency only
     const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
-    for (std::uint32_t a = 0; a < n; ++a) {
-      for (std::uint32_t d = 1; d < n; ++d) {
-        if (req.op == CollOp::kSendRecv && d > 1) break;
-        const std::uint32_t b = (a + d) % n;
-        const std::uint32_t k = conn(-1, a, b, 0, a, b);
-        const std::uint64_t chunk = std::max<std::uint64_t>(
-            1, std::min(per_pair, run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther));
-        // A send and a receive primitive per chunk, each on a block of its own.
-        const double op = op_seconds(run_.conns[k], chunk, false);
-        pipeline({k}, per_pair, static_cast<double>(chunk) / op, 0,
-                 hop_seconds(run_.conns[k], chunk, false) + op);
-      }
+    for (const auto& [a, b] : pairs(req)) {
+      const std::uint32_t k = conn(-1, a, b, 0, a, b);
+      const std::uint64_t chunk = std::max<std::uint64_t>(
+          1, std::min(per_pair, run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther));
+      // A send and a receive primitive per chunk, each on a block of its own.
+      const double op = op_seconds(run_.conns[k], chunk, false);
+      pipeline({k}, per_pair, static_cast<double>(chunk) / op, 0,
+               hop_seconds(run_.conns[k], chunk, false) + op);
     }
   }
 
@@ -590,7 +601,9 @@ std::uint64_t CollectiveEngine::primitives(const Run& run, const CollectiveReque
   };
   if (n == 1) return 1;
   if (req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv) {
-    const std::uint64_t pairs = req.op == CollOp::kAllToAll ? n * (n - 1) : n;
+    const std::uint64_t pairs = req.op == CollOp::kAllToAll ? n * (n - 1)
+                                : req.send_count > 0        ? req.send_count
+                                                            : n;
     const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
     return pairs * 2 * std::max<std::uint64_t>(1, ceil_div(per_pair, kP2pChunkOther));
   }

@@ -124,6 +124,10 @@ struct CollectiveRequest {
   int root = 0;
   std::optional<Algo> algo{};    // overrides NCCL_ALGO / the tuner
   std::optional<Proto> proto{};  // overrides NCCL_PROTO / the tuner
+  // SendRecv: ranks send_first .. send_first + send_count - 1 (count 0: every rank) send S to
+  // rank (r + peer_offset) mod n. nccl-tests' sendrecv: every rank to the next; a pipeline
+  // stage boundary: one server's GPUs to the next stage's.
+  std::uint32_t peer_offset = 1, send_first = 0, send_count = 0;
 };
 
 struct CollectiveResult {

@@ -105,3 +105,42 @@ TEST(Workload, CaseStudyScenariosLoadAndStateTheirCaseValues) {
   EXPECT_EQ(before.workload.forward, after.workload.forward);
   EXPECT_FALSE(before.notes.empty());
 }
+
+TEST(Workload, PipelineStagesRunOneForwardOneBackwardWithTheBubbleOfTheSchedule) {
+  // Two stages of one server, 4 micro-batches of f = 2.5 ms forward and b = 5 ms backward,
+  // sends free: 1F1B takes (M + P - 1)(f + b) + O = 5 x 7.5 + 1 = 38.5 ms. Stage 0 waits
+  // 5 ms for micro-batch 0's gradients and 2.5 ms for the last; stage 1 2.5 ms for the first
+  // activations: a bubble of 5 ms per server on average.
+  const RunResult r = train(two_servers("pipeline_stages = 2\nmicro_batches = 4\n"));
+  EXPECT_NEAR(metric(r, "step_time_ms"), 38.5, 1e-6);
+  EXPECT_NEAR(metric(r, "pipeline_bubble_ms"), 5.0, 1e-6);
+  EXPECT_EQ(metric(r, "pp_send_ms"), 0);
+  // One server alone runs its 31 ms of compute without a bubble.
+  EXPECT_NEAR(metric(r, "scaling_efficiency"), 31.0 / 38.5, 1e-6);
+  // More micro-batches shrink the bubble's share: (8 + 1) x 3.75 + 1 = 34.75 ms.
+  const RunResult more = train(two_servers("pipeline_stages = 2\nmicro_batches = 8\n"));
+  EXPECT_NEAR(metric(more, "step_time_ms"), 34.75, 1e-6);
+  // Activations cost network time: 8 GPUs each send 16 MiB per micro-batch to their peer,
+  // each through its own 100G NIC (about 1.4 ms), once each way per micro-batch.
+  const RunResult sends =
+      train(two_servers("pipeline_stages = 2\nmicro_batches = 4\npp_bytes = \"16MiB\"\n"));
+  EXPECT_NEAR(metric(sends, "pp_send_ms"), 8 * 16.0 * 1.048576 / 12.5, 0.8);
+  EXPECT_GT(metric(sends, "step_time_ms"), 38.5 + 2 * 1.3);
+  EXPECT_EQ(metric(sends, "collectives_per_step"), 8);  // 4 micro-batches, each way
+}
+
+TEST(Workload, SequenceShapeDerivesTokensAndStageActivations) {
+  const Scenario s = load_scenario_text(
+      two_servers("").replace(two_servers("").find("tokens_per_step = 1000\n"), 23, "") +
+          "pipeline_stages = 2\nmicro_batches = 4\nmicro_batch_size = 2\n"
+          "sequence_length = 2048\nhidden_size = 4096\n",
+      "w.toml");
+  EXPECT_EQ(s.workload.tokens_per_step, 4u * 2 * 2048);  // one replica
+  EXPECT_EQ(s.workload.pp_bytes, 2048u * 2 * 4096 * 2 / 8);
+  try {
+    load_scenario_text(two_servers("pipeline_stages = 3\n"), "w.toml");
+    ADD_FAILURE() << "3 stages on 2 servers accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("pipeline_stages"), std::string::npos) << e.what();
+  }
+}
