@@ -463,18 +463,28 @@ class CollectiveEngine::Builder {
     pipeline(members, bytes, static_cast<double>(b) / block, 0, fill);
   }
 
+  // Point to point: one pipeline per sender over its pairs (NCCL schedules a rank's sends to
+  // all its peers in rounds across its channels, so they progress together): each pair moves
+  // its bytes at the sender's common rate, capped by a pair's send and receive blocks.
   void stream_point_to_point(const CollectiveRequest& req) {
     const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
     if (n == 1) return;  // a copy inside one GPU: launch latency only
     const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
-    for (const auto& [a, b] : pairs(req)) {
-      const std::uint32_t k = conn(-1, a, b, 0, a, b);
-      const std::uint64_t chunk = std::max<std::uint64_t>(
-          1, std::min(per_pair, run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther));
-      // A send and a receive primitive per chunk, each on a block of its own.
-      const double op = op_seconds(run_.conns[k], chunk, false);
-      pipeline({k}, per_pair, static_cast<double>(chunk) / op, 0,
-               hop_seconds(run_.conns[k], chunk, false) + op);
+    const auto all = pairs(req);
+    for (std::size_t i = 0; i < all.size();) {
+      std::vector<std::uint32_t> members;
+      double cap = HUGE_VAL, tail = 0;
+      const std::uint32_t sender = all[i].first;
+      for (; i < all.size() && all[i].first == sender; ++i) {
+        const std::uint32_t k = conn(-1, sender, all[i].second, 0, sender, all[i].second);
+        const std::uint64_t chunk = std::max<std::uint64_t>(
+            1, std::min(per_pair, run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther));
+        const double op = op_seconds(run_.conns[k], chunk, false);
+        cap = std::min(cap, static_cast<double>(chunk) / op);
+        tail = std::max(tail, hop_seconds(run_.conns[k], chunk, false) + op);
+        members.push_back(k);
+      }
+      pipeline(members, per_pair, cap, 0, tail);
     }
   }
 
