@@ -67,6 +67,29 @@ std::vector<LinkLoad> bottleneck_summary(
       add(layer, net.network_switch(s).port(p));
     }
   }
+  return busiest_per_layer(std::move(all), per_layer);
+}
+
+std::vector<LinkLoad> bottleneck_summary(const FlowNetwork& net, Time span, std::size_t per_layer,
+                                         const std::map<std::string, std::uint64_t>* since) {
+  std::vector<LinkLoad> all;
+  if (span <= Time::zero()) return all;
+  for (const auto& l : net.link_bytes()) {
+    std::uint64_t carried = l.bytes;
+    if (since != nullptr && since->contains(l.name)) carried -= since->at(l.name);
+    const double util = static_cast<double>(carried) / (span.seconds() * l.capacity);
+    if (util > 0) all.push_back({l.layer, l.name, util, 0});
+  }
+  return busiest_per_layer(std::move(all), per_layer);
+}
+
+std::map<std::string, std::uint64_t> link_bytes_now(const FlowNetwork& net) {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& l : net.link_bytes()) out[l.name] = l.bytes;
+  return out;
+}
+
+std::vector<LinkLoad> busiest_per_layer(std::vector<LinkLoad> all, std::size_t per_layer) {
   // Per layer the busiest few; layers ordered by their busiest link.
   std::map<std::string, std::vector<LinkLoad>> layers;
   for (auto& l : all) layers[l.layer].push_back(l);
@@ -181,6 +204,7 @@ RunResult run_flow_level(const Scenario& scenario, const BuiltCluster& cluster,
   r.metrics.push_back({"peak_switch_port_utilization", peak_util, ""});
   r.metrics.push_back({"rate_updates", static_cast<double>(fabric.rate_updates()), ""});
   r.metrics.push_back({"flows_resolved", static_cast<double>(fabric.flows_resolved()), ""});
+  r.bottlenecks = bottleneck_summary(fabric, r.sim_time);
   return r;
 }
 

@@ -60,6 +60,15 @@ std::vector<LinkLoad> bottleneck_summary(
     const std::map<std::string, std::uint64_t>* since = nullptr);
 // Bytes each port has transmitted so far (a baseline for bottleneck_summary over an interval).
 std::map<std::string, std::uint64_t> port_bytes_now(PacketNetwork& net);
+// The same at flow level: payload utilisation of every link direction (NVLink bundles, PCIe,
+// host memory, NICs, switch ports) over `span`; no pauses at this level. Bytes count when a
+// flow ends, so spans should end when traffic has drained.
+std::vector<LinkLoad> bottleneck_summary(
+    const FlowNetwork& net, Time span, std::size_t per_layer = 2,
+    const std::map<std::string, std::uint64_t>* since = nullptr);
+std::map<std::string, std::uint64_t> link_bytes_now(const FlowNetwork& net);
+// The `per_layer` busiest links of each layer, layers ordered by their busiest link.
+std::vector<LinkLoad> busiest_per_layer(std::vector<LinkLoad> all, std::size_t per_layer);
 
 // The fabric backend a scenario's fidelity asks for (packet or flow level).
 struct FabricBackend {

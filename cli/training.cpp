@@ -95,6 +95,8 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
       r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
     r.bottlenecks =
         bottleneck_summary(*packet, cluster.topology, cluster.routing, sim.now(), r.counters);
+  } else {
+    r.bottlenecks = bottleneck_summary(*fabric.flow, sim.now());
   }
   return r;
 }

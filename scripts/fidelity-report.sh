@@ -98,12 +98,12 @@ HEAD
   PFC its queueing delay stalls the credit-limited pipelines that cross it. The packet level is
   slower by up to ~7 %.
 - **Streamed collectives** (flow level, large collectives by default): a pipeline per channel
-  moves at one rate from start to end, so it misses what individual slices do. When a channel
-  carries only a few slices per rank (small sizes, long chains), the channels pass a shared
-  link at different times in the primitive execution but share it all the time when streamed
-  (streams slow); a tree's first chunk waits for the slowest child at each level (streams
-  fast at small sizes). From 64 MiB on both agree within about 5 %; `"auto"` streams only
-  collectives of more than 50,000 primitives, where that holds.
+  moves at one rate from start to end, with an analytic fill, so it misses what individual
+  slices do: channels that pass a shared link at different times, a tree level waiting for its
+  slowest child, credits running dry. With few slices per connection that is worth up to
+  ~11 % either way (ring AllReduce 16 MiB: -11 %, tree 16 MiB: +6 %); from 64 MiB on the two
+  agree within 3 %. `"auto"` streams only collectives of more than 50,000 primitives, which on
+  this cluster means the large ones.
 - **Incast**: both levels share the receiver's link, but the packet level adds the pause and
   queue dynamics (and with DCQCN, rate cuts and slow recovery) that the flow level has no
   notion of: use the packet level for PFC, ECN and DCQCN questions.

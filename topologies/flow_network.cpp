@@ -57,14 +57,15 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
     const Vertex sv = routing.switch_vertex(s);
     for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
       const auto& port = routing.ports(s)[p];
-      port_res_[{s, p}] = link_resource(sv, g[port.edge]);
+      port_res_[{s, p}] = link_resource(sv, port.peer, g[port.edge]);
     }
   }
 }
 
-MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, const LinkInfo& link) {
+MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, Vertex to, const LinkInfo& link) {
   auto [it, inserted] = link_res_.try_emplace({&link, from}, 0);
   if (!inserted) return it->second;
+  const auto& g = topo_.graph();
   const double bytes_per_s = static_cast<double>(link.rate.bps()) / 8;
   double share = 1;
   switch (link.kind) {
@@ -84,16 +85,31 @@ MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, const LinkInfo& link) 
       break;
   }
   it->second = new_resource(bytes_per_s * share);
+  // Its layer and name for the bottleneck summary (switch ports are named after their ports).
+  std::string layer = "inter-socket";
+  if (link.kind == LinkKind::kNvLink) layer = "NVLink";
+  if (link.kind == LinkKind::kPcie) layer = "PCIe";
+  if (link.kind == LinkKind::kNetwork) {
+    const NodeInfo& n = g[from];
+    const bool to_switch = g[to].kind == NodeKind::kSwitch;
+    layer = n.kind != NodeKind::kSwitch ? "NIC"
+            : n.tier <= 1               ? (to_switch ? "leaf uplink" : "leaf downlink")
+            : n.tier == 2               ? "spine"
+                                        : "core";
+  }
+  res_info_[it->second] = {layer, fmt::format("{}->{}", g[from].name, g[to].name)};
   return it->second;
 }
 
 MaxMinSolver::Res FlowNetwork::new_resource(double bytes_per_s) {
   res_bytes_.push_back(0);
+  res_info_.emplace_back();
   return solver_.add_resource(bytes_per_s);
 }
 
-void FlowNetwork::add_hop(Route& r, Vertex from, const LinkInfo& link, Bytes packet, bool first) {
-  r.resources.push_back(link_resource(from, link));
+void FlowNetwork::add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet,
+                          bool first) {
+  r.resources.push_back(link_resource(from, to, link));
   r.latency += link.latency;
   if (!first) r.latency += tx_time(packet, link.rate);  // store and forward of the last unit
 }
@@ -106,7 +122,7 @@ void FlowNetwork::add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, b
     const Bytes wire = chunk + params_.host.pcie_tlp_overhead *
                                    ((chunk.count() + params_.host.pcie_max_payload.count() - 1) /
                                     params_.host.pcie_max_payload.count());
-    add_hop(r, path[i], g[e], wire, first);
+    add_hop(r, path[i], path[i + 1], g[e], wire, first);
     first = false;
   }
 }
@@ -137,7 +153,7 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
       if (g[*e].kind != LinkKind::kNvLink) continue;
       const Vertex peer = boost::target(*e, g);
       if (peer == dst_gpu) {
-        add_hop(r, src_gpu, g[*e], flit, true);
+        add_hop(r, src_gpu, peer, g[*e], flit, true);
         return r;
       }
       if (g[peer].kind != NodeKind::kNvSwitch || !boost::edge(peer, dst_gpu, g).second) continue;
@@ -151,11 +167,14 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
       // One resource per GPU and direction for its NVLink bundle (all switch planes together).
       const auto res = [&](Vertex gpu, bool outgoing, Bandwidth::rep bps) {
         auto [it, inserted] = nvlink_res_.try_emplace({gpu, outgoing}, 0);
-        if (inserted)
+        if (inserted) {
           it->second = new_resource(
               static_cast<double>(bps) / 8 *
               payload_share(params_.host.nvlink_max_payload, params_.host.nvlink_overhead) *
               efficiency_.nvlink);
+          res_info_[it->second] = {
+              "NVLink", fmt::format("{}.nvlink_{}", g[gpu].name, outgoing ? "out" : "in")};
+        }
         return it->second;
       };
       r.resources.push_back(res(src_gpu, true, out));
@@ -178,8 +197,10 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
     const Vertex cpu = nic_socket_cpu(g, nic);
     add_pcie_path(r, from, cpu, unit, first);
     auto [it, inserted] = memory_res_.try_emplace(cpu, 0);
-    if (inserted)
+    if (inserted) {
       it->second = new_resource(static_cast<double>(params_.host.host_memory_rate.bps()) / 8);
+      res_info_[it->second] = {"host memory", fmt::format("{}.memory", g[cpu].name)};
+    }
     r.resources.push_back(it->second);
     r.latency += params_.host.host_memory_latency;
     add_pcie_path(r, cpu, to, unit, first);
@@ -190,7 +211,7 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
     const Bytes packet = unit + params_.nic.format.header;
     std::size_t s = routing_.endpoint_switch(m.src);
     const LinkInfo& first_link = g[routing_.endpoint_link(m.src)];
-    add_hop(r, src_nic, first_link, packet, first);
+    add_hop(r, src_nic, routing_.switch_vertex(s), first_link, packet, first);
     r.latency += params_.switch_latency;
     first = false;
     const std::uint64_t flow =
@@ -353,6 +374,14 @@ void FlowNetwork::on_drain(std::uint64_t f) {
   auto& queue = connections_[log_[id].connection];
   queue.pop_front();
   if (!queue.empty()) activate(queue.front());
+}
+
+std::vector<FlowNetwork::LinkBytes> FlowNetwork::link_bytes() const {
+  std::vector<LinkBytes> out;
+  for (MaxMinSolver::Res r = 0; r < res_info_.size(); ++r)
+    if (!res_info_[r].layer.empty())
+      out.push_back({res_info_[r].layer, res_info_[r].name, res_bytes_[r], solver_.capacity(r)});
+  return out;
 }
 
 std::vector<FlowNetwork::PortBytes> FlowNetwork::port_bytes() const {

@@ -61,6 +61,15 @@ class FlowNetwork final : public TransferPort {
     Bandwidth rate{};
   };
   std::vector<PortBytes> port_bytes() const;
+  // Payload bytes each link direction (and NVLink bundle, host memory) carried, with its
+  // layer ("NVLink", "PCIe", "host memory", "NIC", "leaf uplink", ...) and payload capacity
+  // in bytes/s: the flow level's bottleneck summary.
+  struct LinkBytes {
+    std::string layer, name;
+    std::uint64_t bytes = 0;
+    double capacity = 0;
+  };
+  std::vector<LinkBytes> link_bytes() const;
   std::uint64_t rate_updates() const { return updates_; }
   std::uint64_t flows_resolved() const { return resolved_; }
 
@@ -83,10 +92,10 @@ class FlowNetwork final : public TransferPort {
     Time latency{};
   };
   // The resource of one direction of a link (leaving `from`).
-  MaxMinSolver::Res link_resource(Vertex from, const LinkInfo& link);
+  MaxMinSolver::Res link_resource(Vertex from, Vertex to, const LinkInfo& link);
   // A solver resource of this capacity (payload bytes per second), with its byte counter.
   MaxMinSolver::Res new_resource(double bytes_per_s);
-  void add_hop(Route& r, Vertex from, const LinkInfo& link, Bytes packet, bool first);
+  void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet, bool first);
   void add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first);
   Route route_of(const Message& m);
   std::uint64_t new_message(const Message& m);  // a log slot (recycled when allowed)
@@ -111,6 +120,10 @@ class FlowNetwork final : public TransferPort {
   std::map<Vertex, MaxMinSolver::Res> memory_res_;
   std::map<std::pair<Vertex, bool>, MaxMinSolver::Res> nvlink_res_;  // (GPU, outgoing)
   std::vector<std::uint64_t> res_bytes_;  // payload bytes carried, per resource
+  struct ResInfo {
+    std::string layer, name;  // empty for pipeline caps
+  };
+  std::vector<ResInfo> res_info_;
   std::map<std::pair<std::size_t, std::size_t>, MaxMinSolver::Res> port_res_;  // (switch, port)
   std::vector<std::deque<std::uint64_t>> connections_;  // waiting messages, head in flight
   std::vector<Flow> flows_;
