@@ -45,11 +45,13 @@ sanitize: deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
-# libFuzzer targets (clang), each run for FUZZ_SECONDS on a corpus seeded from scenarios/.
+# libFuzzer targets (clang), each run for FUZZ_SECONDS on a corpus seeded from scenarios/,
+# tests/data/validation/ (measurement formats) and the NCCL topology files.
 fuzz:
 	@scripts/install-deps.sh clang libclang-rt-dev
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABRICSIM_FUZZ=ON
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_scenario fuzz_units
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_scenario fuzz_units fuzz_nccl_tests \
+	  fuzz_perftest fuzz_nvidia_smi fuzz_ethtool fuzz_nccl_log fuzz_nccl_xml
 	scripts/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 format:

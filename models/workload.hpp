@@ -159,7 +159,6 @@ class WorkloadDriver final : public CollectiveListener {
   std::vector<bool> waiting_dp_;
   double tp_total_ms_ = 0, dp_total_ms_ = 0, pp_send_total_ms_ = 0, pp_wait_total_ms_ = 0,
          step_total_ms_ = 0;
-  std::uint64_t pp_sends_ = 0;
   WorkloadResult result_;
   bool trace_ = false;
   HandlerId advance_, wake_;

@@ -1,0 +1,473 @@
+#include "cli/calibration.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "cli/experiment.hpp"
+#include "cli/nccl_tests.hpp"
+#include "cli/output.hpp"
+#include "validation/parsers.hpp"
+
+namespace fabricsim {
+
+namespace {
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The binary from the output's own line, else from the file name ("all_gather_perf.txt").
+std::string binary_of(const validation::NcclTestsOutput& o, const std::filesystem::path& file) {
+  if (!o.binary.empty()) return o.binary;
+  const std::string stem = file.stem().string();
+  for (const char* b : {"all_reduce_perf", "all_gather_perf", "reduce_scatter_perf",
+                        "broadcast_perf", "reduce_perf", "alltoall_perf", "sendrecv_perf"})
+    if (stem.find(b) != std::string::npos) return b;
+  return {};
+}
+
+}  // namespace
+
+MeasurementSet load_measurements(const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir))
+    throw std::invalid_argument(fmt::format("{}: not a folder of measurements", dir.string()));
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  MeasurementSet set;
+  for (const auto& f : files) {
+    const std::string text = read_text(f);
+    const std::string name = f.string();
+    if (validation::looks_like_nccl_tests(text)) {
+      const auto o = validation::parse_nccl_tests(text, name);
+      const std::string binary = binary_of(o, f);
+      const auto op = parse_perf_binary(binary);
+      if (!op) {
+        set.notes.push_back(
+            fmt::format("{}: skipped: cannot tell which *_perf binary wrote it", name));
+        continue;
+      }
+      if (o.ranks == 0) {
+        set.notes.push_back(fmt::format("{}: skipped: no '#  Rank' lines, so no rank count", name));
+        continue;
+      }
+      for (const auto& r : o.rows)
+        set.collectives.push_back(
+            {fmt::format("{}:{}", name, r.line), binary, *op, o.ranks, r.bytes, r.time_us[0]});
+      set.notes.push_back(
+          fmt::format("{}: {} on {} ranks, {} sizes", name, binary, o.ranks, o.rows.size()));
+    } else if (validation::looks_like_perftest(text)) {
+      const auto o = validation::parse_perftest(text, name);
+      if (!o.latency) {
+        double peak = 0;
+        for (const auto& r : o.rows) peak = std::max(peak, r.bw_avg_gbps);
+        set.rdma_gbps.emplace_back(name, peak);
+      }
+      set.notes.push_back(fmt::format("{}: {} ({} rows)", name, o.test, o.rows.size()));
+    } else if (validation::looks_like_nvidia_smi_topo(text)) {
+      const auto t = validation::parse_nvidia_smi_topo(text, name);
+      // GPU pairs that talk over PCIe while others use NVLink.
+      std::vector<std::size_t> gpus;
+      for (std::size_t i = 0; i < t.devices.size(); ++i)
+        if (t.devices[i].starts_with("GPU")) gpus.push_back(i);
+      int nv = 0, other = 0;
+      for (std::size_t a : gpus)
+        for (std::size_t b : gpus)
+          if (a < b) (t.nvlinks(a, b) > 0 ? nv : other)++;
+      if (nv > 0 && other > 0)
+        set.topology_findings.push_back(fmt::format(
+            "{}: {} GPU pairs connect through PCIe while {} use NVLink", name, other, nv));
+      set.notes.push_back(fmt::format("{}: nvidia-smi topo, {} devices", name, t.devices.size()));
+    } else if (validation::looks_like_ethtool_stats(text)) {
+      const auto s = validation::parse_ethtool_stats(text, name);
+      set.pause_frames.emplace_back(name, s.pause_frames());
+      set.notes.push_back(fmt::format("{}: ethtool -S, {} pause frames, {} ECN-marked, {} CNP",
+                                      name, s.pause_frames(), s.ecn_marked(), s.cnp()));
+    } else if (validation::looks_like_nccl_debug_log(text)) {
+      const auto l = validation::parse_nccl_debug_log(text, name);
+      set.notes.push_back(fmt::format("{}: NCCL {} log, {} rings, {} coll channels", name,
+                                      l.version, l.rings.size(), l.coll_channels));
+    } else {
+      set.notes.push_back(fmt::format("{}: skipped: not a format fabricsim reads", name));
+    }
+  }
+  return set;
+}
+
+// ---------------------------------------------------------------- parameters
+
+std::vector<CalibrationParameter> calibration_parameters() {
+  return {{"flow.efficiency_nvlink", 0.05, 1.0, false},
+          {"flow.efficiency_network", 0.05, 1.0, false},
+          {"nccl.launch_latency.ll", 0.1, 1000, true},
+          {"nccl.launch_latency.ll128", 0.1, 1000, true},
+          {"nccl.launch_latency.simple", 0.1, 1000, true}};
+}
+
+double CalibrationParameter::get(const Scenario& s) const {
+  if (key == "flow.efficiency_nvlink") return s.flow_efficiency.nvlink;
+  if (key == "flow.efficiency_network") return s.flow_efficiency.network;
+  if (key == "nccl.launch_latency.ll") return s.nccl.launch_latency_us[0];
+  if (key == "nccl.launch_latency.ll128") return s.nccl.launch_latency_us[1];
+  return s.nccl.launch_latency_us[2];
+}
+
+void CalibrationParameter::set(Scenario& s, double v) const {
+  if (key == "flow.efficiency_nvlink") s.flow_efficiency.nvlink = v;
+  if (key == "flow.efficiency_network") s.flow_efficiency.network = v;
+  if (key == "nccl.launch_latency.ll") s.nccl.launch_latency_us[0] = v;
+  if (key == "nccl.launch_latency.ll128") s.nccl.launch_latency_us[1] = v;
+  if (key == "nccl.launch_latency.simple") s.nccl.launch_latency_us[2] = v;
+}
+
+// ---------------------------------------------------------------- simulation
+
+std::vector<double> simulate_measurements(const Scenario& scenario,
+                                          const std::vector<Measurement>& measurements) {
+  const Scenario& s = scenario;
+  const BuiltCluster cluster(s);
+  const int per_server = s.cluster.servers > 0 ? static_cast<int>(s.cluster.server.gpus.size()) : 1;
+  const int servers = std::max(1, s.cluster.servers);
+  std::vector<double> out;
+  // One simulation per (binary, ranks, size): measurements repeat them across files.
+  std::map<std::tuple<std::string, int, std::uint64_t>, double> done;
+  for (const Measurement& m : measurements) {
+    const auto key = std::make_tuple(m.binary, m.ranks, m.bytes);
+    if (const auto it = done.find(key); it != done.end()) {
+      out.push_back(it->second);
+      continue;
+    }
+    NcclTestsArgs a;
+    a.binary = m.binary;
+    a.op = m.op;
+    a.min_bytes = a.max_bytes = m.bytes;
+    if (m.ranks <= per_server) {
+      a.ngpus = m.ranks;
+      a.nprocs = 1;
+    } else if (m.ranks % per_server == 0 && m.ranks / per_server <= servers) {
+      a.ngpus = per_server;
+      a.nprocs = m.ranks / per_server;
+    } else {
+      throw std::invalid_argument(
+          fmt::format("{}: {} ranks do not fit the scenario's {} servers of {} GPUs", m.source,
+                      m.ranks, servers, per_server));
+    }
+    const NcclTestsResult r = run_nccl_tests(s, cluster, a);
+    if (r.rows.empty() || !r.errors.empty())
+      throw std::runtime_error(fmt::format("{}: the simulation of this row failed", m.source));
+    done[key] = r.rows.front().time_us[0];
+    out.push_back(r.rows.front().time_us[0]);
+  }
+  return out;
+}
+
+Calibration calibrate(const Scenario& s, const std::vector<Measurement>& measurements) {
+  Calibration c;
+  c.params = calibration_parameters();
+  std::vector<validation::FitParameter> fp;
+  for (const auto& p : c.params) fp.push_back({p.key, p.get(s), p.min, p.max});
+  std::vector<double> measured;
+  for (const auto& m : measurements) measured.push_back(m.time_us);
+  c.fit = validation::fit(fp, measured, [&](const std::vector<double>& v) {
+    Scenario t = s;
+    t.fidelity = Fidelity::kFlow;  // the efficiencies are flow-level parameters
+    for (std::size_t i = 0; i < v.size(); ++i) c.params[i].set(t, v[i]);
+    return simulate_measurements(t, measurements);
+  });
+  return c;
+}
+
+std::string calibration_overlay(const Calibration& c, const std::filesystem::path& scenario,
+                                const std::filesystem::path& out, std::size_t rows,
+                                const std::string& from) {
+  const auto base = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
+  std::string text = fmt::format(
+      "# Written by `fabricsim calibrate` from {} ({} nccl-tests rows; fit: rms relative error "
+      "{:.2f} %, {} iterations).\n# Uncertainties are 1 sigma, relative. Values apply at flow "
+      "level (fidelity = \"flow\"); launch latencies at both levels.\n",
+      from, rows, c.fit.rms * 100, c.fit.iterations);
+  text += fmt::format("extends = \"{}\"\nfidelity = \"flow\"\n",
+                      std::filesystem::relative(std::filesystem::absolute(scenario),
+                                                std::filesystem::absolute(base))
+                          .generic_string());
+  std::string flow, launch, fixed;
+  for (std::size_t i = 0; i < c.params.size(); ++i) {
+    const auto& p = c.params[i];
+    const double v = c.fit.values[i];
+    if (!c.fit.identifiable[i]) {
+      fixed += " " + p.key;
+      continue;
+    }
+    const std::string leaf = p.key.substr(p.key.rfind('.') + 1);
+    const std::string line = p.time_us ? fmt::format("{} = \"{:.4f}us\"  # +- {:.2f} %\n", leaf, v,
+                                                     c.fit.rel_std_error[i] * 100)
+                                       : fmt::format("{} = {:.5f}  # +- {:.2f} %\n", leaf, v,
+                                                     c.fit.rel_std_error[i] * 100);
+    (p.key.starts_with("flow.") ? flow : launch) += line;
+  }
+  if (!fixed.empty())
+    text +=
+        fmt::format("# Not identifiable from these measurements (left as they were):{}\n", fixed);
+  if (!flow.empty()) text += "\n[flow]\n" + flow;
+  if (!launch.empty()) text += "\n[nccl.launch_latency]\n" + launch;
+  return text;
+}
+
+// ---------------------------------------------------------------- commands
+
+namespace {
+
+struct Split {
+  std::vector<Measurement> fit, held;
+};
+
+// Every k-th row of each (binary, ranks) series, k = round(1 / fraction), is held out,
+// starting with the second, so the ends of each sweep stay in the fit.
+Split split(const std::vector<Measurement>& all, double fraction) {
+  Split s;
+  if (fraction <= 0) {
+    s.fit = all;
+    return s;
+  }
+  const int k = std::max(2, static_cast<int>(std::lround(1 / fraction)));
+  std::map<std::pair<std::string, int>, int> index;
+  for (const auto& m : all) {
+    const int i = index[{m.binary, m.ranks}]++;
+    ((i % k) == 1 ? s.held : s.fit).push_back(m);
+  }
+  return s;
+}
+
+Scenario load_for(const CalibrationCli& c) {
+  LoadOptions o;
+  return load_scenario(c.scenario, o);
+}
+
+void print_table(const std::vector<Measurement>& ms, const std::vector<double>& sim,
+                 const std::string& role, std::ostream& out) {
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const auto& m = ms[i];
+    out << fmt::format("{:<20} {:>6} {:>12} {:>12.2f} {:>12.2f} {:>+8.2f}  {}\n", m.binary, m.ranks,
+                       m.bytes, m.time_us, sim[i], (sim[i] / m.time_us - 1) * 100, role);
+  }
+}
+
+struct Errors {
+  double mape = 0, worst = 0;
+  std::size_t n = 0;
+};
+Errors errors(const std::vector<Measurement>& ms, const std::vector<double>& sim) {
+  Errors e;
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const double a = std::abs(sim[i] / ms[i].time_us - 1) * 100;
+    e.mape += a;
+    e.worst = std::max(e.worst, a);
+  }
+  e.n = ms.size();
+  if (e.n > 0) e.mape /= static_cast<double>(e.n);
+  return e;
+}
+
+}  // namespace
+
+int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
+  const MeasurementSet set = load_measurements(c.measurements);
+  for (const auto& n : set.notes) err << "  " << n << '\n';
+  if (set.collectives.empty())
+    throw std::invalid_argument(
+        fmt::format("{}: no nccl-tests outputs to calibrate against", c.measurements));
+  const Scenario s = load_for(c);
+  const Calibration cal = calibrate(s, set.collectives);
+  out << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", "parameter", "before", "fitted", "+- (1s)");
+  for (std::size_t i = 0; i < cal.params.size(); ++i) {
+    const auto& p = cal.params[i];
+    if (!cal.fit.identifiable[i]) {
+      out << fmt::format("{:<28} {:>12.4f} {:>12} {:>10}\n", p.key, p.get(s), "-",
+                         "not identifiable");
+      continue;
+    }
+    out << fmt::format("{:<28} {:>12.4f} {:>12.4f} {:>9.2f}%\n", p.key, p.get(s), cal.fit.values[i],
+                       cal.fit.rel_std_error[i] * 100);
+  }
+  std::size_t outliers = 0;
+  for (double w : cal.fit.weights) outliers += w < 0.5;  // beyond 2.7 robust sigmas
+  out << fmt::format(
+      "fit: {} rows, rms relative error {:.2f} %, {} rows down-weighted as outliers, {} "
+      "iterations, {} simulations{}\n",
+      set.collectives.size(), cal.fit.rms * 100, outliers, cal.fit.iterations, cal.fit.evaluations,
+      cal.fit.converged ? "" : " (not converged)");
+  write_file_atomically(
+      c.out, calibration_overlay(cal, c.scenario, c.out, set.collectives.size(), c.measurements));
+  out << "wrote " << c.out << '\n';
+  return 0;
+}
+
+int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
+  const MeasurementSet set = load_measurements(c.measurements);
+  for (const auto& n : set.notes) err << "  " << n << '\n';
+  if (set.collectives.empty())
+    throw std::invalid_argument(
+        fmt::format("{}: no nccl-tests outputs to validate against", c.measurements));
+  if (c.holdout < 0 || c.holdout >= 1)
+    throw std::invalid_argument("--holdout must be a fraction in [0, 1)");
+  Scenario s = load_for(c);
+  if (!c.fidelity.empty()) s.fidelity = c.fidelity == "flow" ? Fidelity::kFlow : Fidelity::kPacket;
+  const Split parts = split(set.collectives, c.holdout);
+  if (!parts.held.empty()) {
+    // Fit on the rest, then judge on what the fit did not see.
+    const Calibration cal = calibrate(s, parts.fit);
+    for (std::size_t i = 0; i < cal.params.size(); ++i) cal.params[i].set(s, cal.fit.values[i]);
+    s.fidelity = Fidelity::kFlow;
+    err << fmt::format("  calibrated on {} rows, holding out {}\n", parts.fit.size(),
+                       parts.held.size());
+  }
+  const auto& judged = parts.held.empty() ? parts.fit : parts.held;
+  out << fmt::format("{:<20} {:>6} {:>12} {:>12} {:>12} {:>8}  {}\n", "binary", "ranks", "bytes",
+                     "measured_us", "simulated_us", "error_%", "role");
+  const std::vector<double> sim_fit = simulate_measurements(s, parts.fit);
+  print_table(parts.fit, sim_fit, "fit", out);
+  std::vector<double> sim_held;
+  if (!parts.held.empty()) {
+    sim_held = simulate_measurements(s, parts.held);
+    print_table(parts.held, sim_held, "held-out", out);
+  }
+  const Errors e = errors(judged, parts.held.empty() ? sim_fit : sim_held);
+  out << fmt::format("{}: {} rows, mean absolute error {:.2f} %, worst {:.2f} %\n",
+                     parts.held.empty() ? "all rows" : "held-out rows", e.n, e.mape, e.worst);
+  if (c.max_error > 0 && e.mape > c.max_error) {
+    err << fmt::format(
+        "fabricsim: validation failed: mean absolute error {:.2f} % > --max-error "
+        "{:.2f} %\n",
+        e.mape, c.max_error);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace fabricsim
+
+namespace fabricsim {
+
+// The seed's layered method (case study, section 3.2): inside a server, then between servers,
+// then the collective across servers against the one inside, then the PCIe topology. Each
+// check prints its evidence; the first layer that fails is named the bottleneck, with the
+// next measurement to take.
+int run_diagnose(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
+  const MeasurementSet set = load_measurements(c.measurements);
+  for (const auto& n : set.notes) err << "  " << n << '\n';
+  std::optional<Scenario> s;
+  if (!c.scenario.empty()) s = load_for(c);
+  struct Finding {
+    std::string layer, evidence, next;
+    bool bad = false;
+  };
+  std::vector<Finding> findings;
+  // Largest size per (binary, ranks): the bandwidth regime.
+  std::map<std::pair<std::string, int>, const Measurement*> largest;
+  for (const auto& m : set.collectives) {
+    auto& l = largest[{m.binary, m.ranks}];
+    if (l == nullptr || m.bytes > l->bytes) l = &m;
+  }
+  const int per_server =
+      s && s->cluster.servers > 0 ? static_cast<int>(s->cluster.server.gpus.size()) : 8;
+  const auto busbw = [](const Measurement& m) {
+    return static_cast<double>(m.bytes) / (m.time_us * 1e3) * bus_factor(m.op, m.ranks);
+  };
+  // 1. Intra-server collective against the NVLink peak (per GPU, one direction).
+  double nvlink_gbs = 0;
+  if (s && s->cluster.servers > 0) {
+    // NVLink per GPU and direction: its links to the NVSwitches (or, without them, to a peer).
+    const ServerSpec& sv = s->cluster.server;
+    int links = 0;
+    for (int l : sv.nvswitch_links) links += l;
+    for (std::size_t j = 1; links == 0 && j < sv.gpus.size(); ++j)
+      links = std::max(links, sv.nvlink_count(0, static_cast<int>(j)));
+    nvlink_gbs = links * static_cast<double>(sv.nvlink_rate.bps()) / 8e9;
+  }
+  for (const auto& [key, m] : largest) {
+    if (key.first != "all_reduce_perf" || key.second > per_server || key.second < 2) continue;
+    const double bw = busbw(*m);
+    if (nvlink_gbs <= 0) {
+      findings.push_back({"NVLink",
+                          fmt::format("intra-server AllReduce busbw {:.1f} GB/s at {} B "
+                                      "(give --scenario for the NVLink peak)",
+                                      bw, m->bytes),
+                          "", false});
+      continue;
+    }
+    const bool bad = bw < 0.7 * nvlink_gbs;
+    findings.push_back(
+        {"NVLink / PCIe inside the server",
+         fmt::format("intra-server AllReduce busbw {:.1f} GB/s = {:.0f} % of the NVLink peak "
+                     "{:.0f} GB/s ({})",
+                     bw, bw / nvlink_gbs * 100, nvlink_gbs, m->source),
+         "check GPU-NIC and GPU-GPU paths and NUMA affinity: nvidia-smi topo -m, numactl", bad});
+  }
+  // 2. Point-to-point RDMA against the link rate.
+  double link_gbps = 0;
+  if (s) link_gbps = static_cast<double>(s->cluster.fabric.link_rate.bps()) / 1e9;
+  for (const auto& [file, gbps] : set.rdma_gbps) {
+    const bool bad = link_gbps > 0 && gbps < 0.8 * link_gbps;
+    findings.push_back(
+        {"network (NIC, links, switches)",
+         link_gbps > 0
+             ? fmt::format("RDMA write {:.1f} Gb/s = {:.0f} % of the {:.0f} Gb/s link ({})", gbps,
+                           gbps / link_gbps * 100, link_gbps, file)
+             : fmt::format("RDMA write {:.1f} Gb/s ({}; give --scenario for the link rate)", gbps,
+                           file),
+         "look at PFC/ECN counters (ethtool -S), routing imbalance across uplinks, and the MTU",
+         bad});
+  }
+  for (const auto& [file, pauses] : set.pause_frames)
+    if (pauses > 0)
+      findings.push_back({"network (PFC)", fmt::format("{} PFC pause frames ({})", pauses, file),
+                          "enable ECN/DCQCN, size the switch buffer (headroom), find the incast",
+                          true});
+  // 3. Cross-server collective against the intra-server one, same binary and size.
+  for (const auto& [key, m] : largest) {
+    if (key.second <= per_server) continue;
+    for (const auto& [k2, m2] : largest) {
+      if (k2.first != key.first || k2.second > per_server || k2.second < 2) continue;
+      const double ratio = busbw(*m2) / busbw(*m);
+      findings.push_back(
+          {"network (cross-server collective)",
+           fmt::format("{} busbw {:.1f} GB/s on {} ranks against {:.1f} GB/s inside one server: "
+                       "{:.1f}x slower across servers",
+                       key.first, busbw(*m), key.second, busbw(*m2), ratio),
+           "measure point-to-point RDMA between two servers (ib_write_bw) and the switch "
+           "counters",
+           ratio > 2});
+      break;
+    }
+  }
+  // 4. PCIe where NVLink was expected.
+  for (const auto& f : set.topology_findings)
+    findings.push_back(
+        {"PCIe topology", f, "check the NVLink/NVSwitch state (nvidia-smi nvlink -s)", true});
+  if (findings.empty()) {
+    out << "no evidence to diagnose: give nccl-tests, perftest, nvidia-smi or ethtool outputs\n";
+    return 0;
+  }
+  const Finding* verdict = nullptr;
+  for (const auto& f : findings) {
+    out << fmt::format("[{}] {}: {}\n", f.bad ? "suspect" : "ok", f.layer, f.evidence);
+    if (f.bad && verdict == nullptr) verdict = &f;
+  }
+  if (verdict != nullptr)
+    out << fmt::format("bottleneck: {}\nnext: {}\n", verdict->layer, verdict->next);
+  else
+    out << "bottleneck: none found in these measurements\n";
+  return 0;
+}
+
+}  // namespace fabricsim

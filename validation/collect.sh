@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Gathers what `fabricsim calibrate / validate / diagnose` read, on one node of a real cluster,
+# into one folder. Everything is optional: what is not installed is skipped, saying so.
+#
+#   validation/collect.sh OUT_DIR [--peer HOST] [--bench PATH] [--nccl-tests DIR] [-e MAXBYTES]
+#
+#   --peer HOST       also run ib_write_bw / ib_write_lat against HOST (start the server side
+#                     there first: `ib_write_bw --report_gbits` and `ib_write_lat`)
+#   --bench PATH      fabricsim-bench (default: build/fabricsim-bench)
+#   --nccl-tests DIR  folder of the nccl-tests binaries (default: on PATH)
+#   -e MAXBYTES       largest collective size (default 1G)
+# For multi-node collectives run nccl-tests under mpirun yourself and save its output into the
+# same folder (any file name; fabricsim recognises the format).
+set -uo pipefail
+out=${1:?usage: collect.sh OUT_DIR [--peer HOST] [--bench PATH] [--nccl-tests DIR] [-e MAXBYTES]}
+shift
+peer="" bench="build/fabricsim-bench" ntdir="" maxbytes="1G"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --peer) peer=$2; shift 2 ;;
+    --bench) bench=$2; shift 2 ;;
+    --nccl-tests) ntdir=$2/; shift 2 ;;
+    -e) maxbytes=$2; shift 2 ;;
+    *) echo "collect.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+note() { echo "collect.sh: $*" | tee -a "$out/collect.log" >&2; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+if have nvidia-smi; then
+  nvidia-smi topo -m >"$out/nvidia-smi-topo.txt" 2>&1 || note "nvidia-smi topo -m failed"
+  nvidia-smi -q >"$out/nvidia-smi-q.txt" 2>&1 || true
+else
+  note "no nvidia-smi: skipping the topology matrix"
+fi
+
+if [ -x "$bench" ]; then
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING "$bench" --op all -b 8 -e "$maxbytes" -f 2 \
+    --micro --out-dir "$out" --json "$out/fabricsim-bench.json" >/dev/null 2>"$out/nccl-debug.log" ||
+    note "fabricsim-bench failed: see $out/nccl-debug.log"
+else
+  note "no fabricsim-bench at $bench (build it where CUDA and NCCL are installed): skipped"
+fi
+
+for t in all_reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf; do
+  if have "${ntdir}$t"; then
+    "${ntdir}$t" -b 8 -e "$maxbytes" -f 2 -g "$(nvidia-smi -L 2>/dev/null | wc -l)" \
+      >"$out/nccl-tests-$t.txt" 2>&1 || note "$t failed"
+  else
+    note "no nccl-tests $t: skipped"
+  fi
+done
+
+if [ -n "$peer" ]; then
+  if have ib_write_bw; then
+    ib_write_bw --report_gbits "$peer" >"$out/ib_write_bw.txt" 2>&1 || note "ib_write_bw failed"
+    ib_write_lat "$peer" >"$out/ib_write_lat.txt" 2>&1 || note "ib_write_lat failed"
+  else
+    note "no perftest (ib_write_bw): skipped"
+  fi
+fi
+
+if have ethtool; then
+  for dev in /sys/class/infiniband/*/device/net/*; do
+    [ -e "$dev" ] || continue
+    netdev=$(basename "$dev")
+    ethtool -S "$netdev" >"$out/ethtool-$netdev.txt" 2>&1 || note "ethtool -S $netdev failed"
+  done
+fi
+echo "collected into $out; next: fabricsim calibrate --measurements $out --scenario YOUR.toml"

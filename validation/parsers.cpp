@@ -1,0 +1,478 @@
+#include "validation/parsers.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+namespace fabricsim::validation {
+
+ParseError::ParseError(const std::string& source, std::size_t line, const std::string& what)
+    : std::runtime_error(fmt::format("{}:{}: {}", source, line, what)), line_(line) {}
+
+namespace {
+
+// Lines of a text with their 1-based numbers ('\r' dropped).
+std::vector<std::pair<std::size_t, std::string_view>> lines_of(std::string_view text) {
+  std::vector<std::pair<std::size_t, std::string_view>> out;
+  std::size_t n = 1;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    out.emplace_back(n++, line);
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return out;
+}
+
+std::vector<std::string_view> tokens(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    const std::size_t b = i;
+    while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    if (i > b) out.push_back(s.substr(b, i - b));
+  }
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+}
+
+std::optional<std::uint64_t> to_u64(std::string_view s) {
+  std::uint64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::int64_t> to_i64(std::string_view s) {
+  std::int64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> to_double(std::string_view s) {
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// Reads a field or throws naming the line and the column.
+struct Fields {
+  const std::string& source;
+  std::size_t line;
+  const std::vector<std::string_view>& t;
+  std::uint64_t u64(std::size_t i, const char* what) const {
+    if (const auto v = to_u64(t[i])) return *v;
+    throw ParseError(source, line, fmt::format("{} '{}' is not a whole number", what, t[i]));
+  }
+  double real(std::size_t i, const char* what) const {
+    if (const auto v = to_double(t[i])) return *v;
+    throw ParseError(source, line, fmt::format("{} '{}' is not a number", what, t[i]));
+  }
+};
+
+// "key : value" after a prefix (perftest banner lines, nccl-tests' Avg line).
+std::optional<std::string_view> value_after(std::string_view line, std::string_view key) {
+  const auto k = line.find(key);
+  if (k == std::string_view::npos) return std::nullopt;
+  const auto colon = line.find(':', k + key.size());
+  if (colon == std::string_view::npos) return std::nullopt;
+  return trim(line.substr(colon + 1));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- nccl-tests
+
+bool looks_like_nccl_tests(std::string_view text) {
+  return text.find("# Collective test starting") != std::string_view::npos ||
+         (text.find("algbw") != std::string_view::npos &&
+          text.find("busbw") != std::string_view::npos);
+}
+
+NcclTestsOutput parse_nccl_tests(std::string_view text, const std::string& source) {
+  NcclTestsOutput out;
+  bool header = false, with_root = true;
+  std::size_t last = 0;
+  for (const auto& [n, line] : lines_of(text)) {
+    last = n;
+    const std::string_view s = trim(line);
+    if (s.empty()) continue;
+    if (s.front() == '#') {
+      if (const auto v = value_after(s, "Collective test starting")) out.binary = std::string(*v);
+      if (const auto v = value_after(s, "Avg bus bandwidth")) {
+        const auto bw = to_double(tokens(*v).empty() ? std::string_view{} : tokens(*v).front());
+        if (!bw) throw ParseError(source, n, "the average bus bandwidth is not a number");
+        out.avg_busbw = *bw;
+      }
+      const auto t = tokens(s);
+      if (t.size() >= 3 && t[1] == "Rank" && all_digits(t[2])) {
+        ++out.ranks;
+        const auto close = s.rfind(']');
+        out.devices.emplace_back(close == std::string_view::npos ? "" : trim(s.substr(close + 1)));
+      }
+      if (std::find(t.begin(), t.end(), "size") != t.end() &&
+          std::find(t.begin(), t.end(), "time") != t.end()) {
+        header = true;
+        with_root = std::find(t.begin(), t.end(), "root") != t.end();
+      }
+      for (std::size_t i = 0; i + 2 < t.size(); ++i) {
+        if (t[i] == "warmup" && t[i + 1] == "iters:")
+          out.warmup_iters = static_cast<int>(to_i64(t[i + 2]).value_or(0));
+        if ((i == 0 || (t[i - 1] != "warmup" && t[i - 1] != "agg")) && t[i] == "iters:" &&
+            to_i64(t[i + 1]))
+          out.iters = static_cast<int>(*to_i64(t[i + 1]));
+      }
+      continue;
+    }
+    const auto t = tokens(s);
+    // Anything not starting with a size (NCCL INFO lines, warnings) is not a row.
+    if (!all_digits(t.front())) continue;
+    if (!header)
+      throw ParseError(source, n,
+                       "result row before the column header (is the file truncated at the top?)");
+    const std::size_t base = with_root ? 5 : 4;
+    if (t.size() != base + 8)
+      throw ParseError(source, n,
+                       fmt::format("expected {} columns (size, count, type, redop{}, then time, "
+                                   "algbw, busbw, #wrong out of place and in place), found {}",
+                                   base + 8, with_root ? ", root" : "", t.size()));
+    const Fields f{source, n, t};
+    NcclTestsRow row;
+    row.line = n;
+    row.bytes = f.u64(0, "size");
+    row.count = f.u64(1, "count");
+    row.type = std::string(t[2]);
+    row.redop = std::string(t[3]);
+    if (with_root) {
+      const auto root = to_i64(t[4]);
+      if (!root) throw ParseError(source, n, fmt::format("root '{}' is not a number", t[4]));
+      row.root = static_cast<int>(*root);
+    }
+    for (int p = 0; p < 2; ++p) {
+      const std::size_t i = base + 4 * static_cast<std::size_t>(p);
+      row.time_us[p] = f.real(i, "time");
+      row.algbw[p] = f.real(i + 1, "algbw");
+      row.busbw[p] = f.real(i + 2, "busbw");
+      // #wrong: a count, N/A when checking is off; old versions print a float error ("0e+00").
+      if (t[i + 3] != "N/A") {
+        const double wrong = f.real(i + 3, "#wrong");
+        if (wrong < 0) throw ParseError(source, n, fmt::format("#wrong {} is negative", wrong));
+        row.wrong[p] = static_cast<std::uint64_t>(std::llround(std::min(wrong, 1e18)));
+      }
+      if (row.time_us[p] <= 0)
+        throw ParseError(source, n, fmt::format("time {} us is not positive", row.time_us[p]));
+    }
+    out.rows.push_back(std::move(row));
+  }
+  if (out.rows.empty())
+    throw ParseError(source, last,
+                     header ? "no result rows after the header (truncated?)"
+                            : "not nccl-tests output: no column header");
+  return out;
+}
+
+// ---------------------------------------------------------------- perftest
+
+bool looks_like_perftest(std::string_view text) {
+  return text.find("#bytes") != std::string_view::npos &&
+         (text.find("BW Test") != std::string_view::npos ||
+          text.find("Lat Test") != std::string_view::npos ||
+          text.find("[usec]") != std::string_view::npos ||
+          text.find("/sec]") != std::string_view::npos);
+}
+
+PerftestOutput parse_perftest(std::string_view text, const std::string& source) {
+  PerftestOutput out;
+  bool header = false, gbits = false;
+  std::size_t last = 0;
+  for (const auto& [n, line] : lines_of(text)) {
+    last = n;
+    const std::string_view s = trim(line);
+    if (s.empty() || s.front() == '-') continue;
+    if (s.find("BW Test") != std::string_view::npos ||
+        s.find("Lat Test") != std::string_view::npos) {
+      out.test = std::string(s);
+      out.latency = s.find("Lat Test") != std::string_view::npos;
+      continue;
+    }
+    if (const auto v = value_after(s, "Link type")) out.link_type = std::string(*v);
+    if (s.starts_with("Mtu")) {
+      const auto v = value_after(s, "Mtu");
+      const auto digits = v ? v->substr(0, v->find('[')) : std::string_view{};
+      if (const auto m = to_u64(trim(digits))) out.mtu = *m;
+      continue;
+    }
+    if (s.starts_with("#bytes")) {
+      header = true;
+      out.latency = out.latency || s.find("usec") != std::string_view::npos;
+      gbits = s.find("Gb/sec") != std::string_view::npos;
+      if (!out.latency && !gbits && s.find("MiB/sec") == std::string_view::npos &&
+          s.find("MB/sec") == std::string_view::npos)
+        throw ParseError(source, n, "bandwidth header names no unit (MiB/sec or Gb/sec)");
+      continue;
+    }
+    const auto t = tokens(s);
+    if (!all_digits(t.front()) || !header) continue;  // banner lines ("1 QPs", ...)
+    const Fields f{source, n, t};
+    PerftestRow row;
+    row.line = n;
+    if (out.latency) {
+      // t_min t_max t_typical t_avg t_stdev 99% 99.9% (older versions stop after t_typical)
+      if (t.size() < 5)
+        throw ParseError(source, n,
+                         fmt::format("expected at least 5 columns (#bytes, #iterations, t_min, "
+                                     "t_max, t_typical), found {}",
+                                     t.size()));
+      row.bytes = f.u64(0, "#bytes");
+      row.iterations = f.u64(1, "#iterations");
+      double* fields[] = {&row.t_min,   &row.t_max, &row.t_typical, &row.t_avg,
+                          &row.t_stdev, &row.p99,   &row.p999};
+      for (std::size_t i = 2; i < t.size() && i - 2 < 7; ++i) *fields[i - 2] = f.real(i, "latency");
+      if (t.size() < 6) row.t_avg = row.t_typical;
+    } else {
+      if (t.size() != 5)
+        throw ParseError(source, n,
+                         fmt::format("expected 5 columns (#bytes, #iterations, BW peak, BW "
+                                     "average, MsgRate), found {}",
+                                     t.size()));
+      row.bytes = f.u64(0, "#bytes");
+      row.iterations = f.u64(1, "#iterations");
+      // MiB/s (perftest's default, 0x100000 bytes) or decimal Gb/s (--report_gbits).
+      const double scale = gbits ? 1.0 : 1048576.0 * 8 / 1e9;
+      row.bw_peak_gbps = f.real(2, "BW peak") * scale;
+      row.bw_avg_gbps = f.real(3, "BW average") * scale;
+      row.msg_rate_mpps = f.real(4, "MsgRate");
+    }
+    out.rows.push_back(row);
+  }
+  if (out.rows.empty())
+    throw ParseError(source, last,
+                     header ? "no result rows after the header (truncated?)"
+                            : "not perftest output: no '#bytes' header");
+  return out;
+}
+
+// ---------------------------------------------------------------- nvidia-smi topo -m
+
+namespace {
+bool known_link(std::string_view s) {
+  static const std::set<std::string_view> kinds{"X",   "PIX", "PXB", "PHB", "NODE",
+                                                "SYS", "SOC", "PXN", "NVB", "C2C"};
+  if (kinds.contains(s)) return true;
+  return s.size() > 2 && s.size() <= 5 && s.starts_with("NV") && all_digits(s.substr(2));
+}
+}  // namespace
+
+int SmiTopology::nvlinks(std::size_t i, std::size_t j) const {
+  const std::string& s = link.at(i).at(j);
+  return s.size() > 2 && s.starts_with("NV") ? std::stoi(s.substr(2)) : 0;
+}
+
+bool looks_like_nvidia_smi_topo(std::string_view text) {
+  return text.find("GPU0") != std::string_view::npos &&
+         text.find("Legend") != std::string_view::npos;
+}
+
+SmiTopology parse_nvidia_smi_topo(std::string_view text, const std::string& source) {
+  SmiTopology out;
+  bool header = false, legend = false;
+  std::size_t last = 0, rows = 0;
+  for (const auto& [n, line] : lines_of(text)) {
+    last = n;
+    const std::string_view s = trim(line);
+    if (s.empty()) continue;
+    if (s.starts_with("Legend")) {
+      legend = true;
+      continue;
+    }
+    if (legend) {
+      // "NIC0: mlx5_0" (the NIC legend); the rest explains the link kinds.
+      const auto t = tokens(s);
+      if (t.size() == 2 && t[0].starts_with("NIC") && t[0].ends_with(":"))
+        out.nic_names[std::string(t[0].substr(0, t[0].size() - 1))] = std::string(t[1]);
+      continue;
+    }
+    const auto t = tokens(s);
+    if (!header) {
+      for (const auto tok : t) {
+        if (tok == "CPU" || tok == "NUMA") break;
+        out.devices.emplace_back(tok);
+      }
+      if (out.devices.empty() || !out.devices.front().starts_with("GPU"))
+        throw ParseError(source, n, "expected the header row (GPU0 GPU1 ... CPU Affinity ...)");
+      out.link.assign(out.devices.size(), std::vector<std::string>(out.devices.size()));
+      header = true;
+      continue;
+    }
+    const std::size_t d = out.devices.size();
+    if (rows >= d) continue;  // lines after the matrix, before the legend
+    if (t.empty() || t[0] != out.devices[rows])
+      throw ParseError(source, n,
+                       fmt::format("expected the row of {}, found '{}'", out.devices[rows],
+                                   t.empty() ? std::string_view{} : t[0]));
+    if (t.size() < 1 + d)
+      throw ParseError(source, n,
+                       fmt::format("expected {} link entries for {}, found {}", d,
+                                   out.devices[rows], t.size() - 1));
+    for (std::size_t j = 0; j < d; ++j) {
+      if (!known_link(t[1 + j]))
+        throw ParseError(source, n,
+                         fmt::format("unknown connection '{}' (expected X, NV#, PIX, PXB, PHB, "
+                                     "NODE or SYS)",
+                                     t[1 + j]));
+      out.link[rows][j] = std::string(t[1 + j]);
+    }
+    if (out.devices[rows].starts_with("GPU")) {
+      if (t.size() > 1 + d) out.cpu_affinity[out.devices[rows]] = std::string(t[1 + d]);
+      if (t.size() > 2 + d) out.numa_affinity[out.devices[rows]] = std::string(t[2 + d]);
+    }
+    ++rows;
+  }
+  if (!header) throw ParseError(source, last, "not nvidia-smi topo -m output: no header row");
+  if (rows < out.devices.size())
+    throw ParseError(
+        source, last,
+        fmt::format("the matrix stops after {} of {} rows (truncated?)", rows, out.devices.size()));
+  return out;
+}
+
+// ---------------------------------------------------------------- ethtool -S
+
+bool looks_like_ethtool_stats(std::string_view text) {
+  return text.find("NIC statistics") != std::string_view::npos;
+}
+
+EthtoolStats parse_ethtool_stats(std::string_view text, const std::string& source) {
+  EthtoolStats out;
+  std::size_t last = 0;
+  for (const auto& [n, line] : lines_of(text)) {
+    last = n;
+    const std::string_view s = trim(line);
+    if (s.empty() || s.starts_with("NIC statistics")) continue;
+    const auto colon = s.rfind(':');
+    if (colon == std::string_view::npos || colon == 0)
+      throw ParseError(source, n, fmt::format("expected 'name: value', found '{}'", s));
+    const std::string_view name = trim(s.substr(0, colon));
+    const auto value = to_u64(trim(s.substr(colon + 1)));
+    if (!value)
+      throw ParseError(source, n,
+                       fmt::format("counter {} has no whole-number value ('{}')", name,
+                                   trim(s.substr(colon + 1))));
+    out.counters[std::string(name)] = *value;
+  }
+  if (out.counters.empty()) throw ParseError(source, last, "no counters");
+  return out;
+}
+
+std::uint64_t EthtoolStats::pause_frames() const {
+  std::uint64_t sum = 0;
+  for (const auto& [name, v] : counters) {
+    const bool prio = name.find("prio") != std::string::npos && name.ends_with("_pause");
+    if (prio || name == "rx_pause_ctrl_phy" || name == "tx_pause_ctrl_phy") sum += v;
+  }
+  return sum;
+}
+
+std::uint64_t EthtoolStats::ecn_marked() const {
+  std::uint64_t sum = 0;
+  for (const auto& [name, v] : counters)
+    if (name.find("ecn_mark") != std::string::npos) sum += v;
+  return sum;
+}
+
+std::uint64_t EthtoolStats::cnp() const {
+  std::uint64_t sum = 0;
+  for (const auto& [name, v] : counters)
+    if (name.find("cnp") != std::string::npos) sum += v;
+  return sum;
+}
+
+// ---------------------------------------------------------------- NCCL_DEBUG=INFO
+
+bool looks_like_nccl_debug_log(std::string_view text) {
+  return text.find("NCCL INFO") != std::string_view::npos;
+}
+
+NcclDebugLog parse_nccl_debug_log(std::string_view text, const std::string& source) {
+  NcclDebugLog out;
+  std::size_t last = 0, info = 0;
+  for (const auto& [n, line] : lines_of(text)) {
+    last = n;
+    const auto at = line.find("NCCL INFO ");
+    if (at == std::string_view::npos) continue;
+    ++info;
+    const std::string_view s = trim(line.substr(at + 10));
+    const auto t = tokens(s);
+    if (t.empty()) continue;
+    if (s.starts_with("NCCL version") && t.size() >= 3) {
+      out.version = std::string(t[2].substr(0, t[2].find('+')));
+    } else if (t[0] == "Channel" && t.size() >= 3 && t[2] == ":") {
+      // "Channel 00/16 :    0   1   2   3" (a ring) or "Channel 00/0 : 0[0] -> 1[1] via P2P/..."
+      const auto slash = t[1].find('/');
+      const auto channel = to_i64(t[1].substr(0, slash));
+      if (!channel)
+        throw ParseError(source, n, fmt::format("channel number '{}' is not a number", t[1]));
+      const auto via = std::find(t.begin(), t.end(), "via");
+      if (via != t.end()) {
+        if (via + 1 == t.end()) throw ParseError(source, n, "'via' names no transport");
+        std::string key;
+        for (auto it = t.begin() + 3; it != via; ++it) {
+          if (!key.empty()) key.push_back(' ');
+          key.append(it->data(), it->size());
+        }
+        out.transports[key] = std::string(*(via + 1));
+        continue;
+      }
+      std::vector<int> ring;
+      for (std::size_t i = 3; i < t.size(); ++i) {
+        const auto r = to_i64(t[i]);
+        if (!r) throw ParseError(source, n, fmt::format("ring member '{}' is not a rank", t[i]));
+        ring.push_back(static_cast<int>(*r));
+      }
+      out.rings.try_emplace(static_cast<int>(*channel), std::move(ring));
+    } else if (t[0] == "Trees") {
+      out.trees.emplace_back(trim(s.substr(5)));
+    } else if (t.size() >= 6 && t[1] == "coll" && t[2] == "channels,") {
+      out.coll_channels = static_cast<int>(to_i64(t[0]).value_or(0));
+      for (std::size_t i = 3; i + 2 < t.size(); ++i)
+        if (t[i + 1] == "p2p" && t[i + 2].starts_with("channels") && to_i64(t[i])) {
+          out.p2p_channels = static_cast<int>(*to_i64(t[i]));
+          break;
+        }
+    } else if (t.size() >= 10 && t[0].ends_with(":") && t[2] == "Bytes" && t[3] == "->" &&
+               t[4] == "Algo") {
+      // NCCL_DEBUG_SUBSYS=TUNING: "AllReduce: 1048576 Bytes -> Algo 1 proto 2 time 36.46"
+      const Fields f{source, n, t};
+      NcclDebugLog::Choice c;
+      c.op = std::string(t[0].substr(0, t[0].size() - 1));
+      c.bytes = f.u64(1, "bytes");
+      c.algo = static_cast<int>(f.u64(5, "algorithm"));
+      c.proto = static_cast<int>(f.u64(7, "protocol"));
+      c.time_us = f.real(9, "time");
+      out.choices.push_back(c);
+    }
+  }
+  if (info == 0) throw ParseError(source, last, "no 'NCCL INFO' lines (was NCCL_DEBUG=INFO set?)");
+  return out;
+}
+
+}  // namespace fabricsim::validation
