@@ -12,6 +12,7 @@
 #include "cli/experiment.hpp"
 #include "cli/nccl_tests.hpp"
 #include "cli/output.hpp"
+#include "topologies/server.hpp"
 #include "validation/parsers.hpp"
 
 namespace fabricsim {
@@ -75,15 +76,18 @@ MeasurementSet load_measurements(const std::filesystem::path& dir) {
       }
       set.notes.push_back(fmt::format("{}: {} ({} rows)", name, o.test, o.rows.size()));
     } else if (validation::looks_like_nvidia_smi_topo(text)) {
-      const auto t = validation::parse_nvidia_smi_topo(text, name);
+      TopoMatrix t;
+      try {
+        t = parse_topo_matrix(text);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(fmt::format("{}: {}", name, e.what()));
+      }
       // GPU pairs that talk over PCIe while others use NVLink.
-      std::vector<std::size_t> gpus;
-      for (std::size_t i = 0; i < t.devices.size(); ++i)
-        if (t.devices[i].starts_with("GPU")) gpus.push_back(i);
       int nv = 0, other = 0;
-      for (std::size_t a : gpus)
-        for (std::size_t b : gpus)
-          if (a < b) (t.nvlinks(a, b) > 0 ? nv : other)++;
+      for (std::size_t a = 0; a < t.devices.size(); ++a)
+        for (std::size_t b = a + 1; b < t.devices.size(); ++b)
+          if (t.devices[a].starts_with("GPU") && t.devices[b].starts_with("GPU"))
+            (t.relation[a][b].starts_with("NV") ? nv : other)++;
       if (nv > 0 && other > 0)
         set.topology_findings.push_back(fmt::format(
             "{}: {} GPU pairs connect through PCIe while {} use NVLink", name, other, nv));
@@ -248,11 +252,6 @@ Split split(const std::vector<Measurement>& all, double fraction) {
   return s;
 }
 
-Scenario load_for(const CalibrationCli& c) {
-  LoadOptions o;
-  return load_scenario(c.scenario, o);
-}
-
 void print_table(const std::vector<Measurement>& ms, const std::vector<double>& sim,
                  const std::string& role, std::ostream& out) {
   for (std::size_t i = 0; i < ms.size(); ++i) {
@@ -280,13 +279,19 @@ Errors errors(const std::vector<Measurement>& ms, const std::vector<double>& sim
 
 }  // namespace
 
-int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
-  const MeasurementSet set = load_measurements(c.measurements);
+// The folder's measurements (what was read is listed on `err`); nccl-tests rows required.
+static MeasurementSet collective_measurements(const CalibrationCli& c, std::ostream& err) {
+  MeasurementSet set = load_measurements(c.measurements);
   for (const auto& n : set.notes) err << "  " << n << '\n';
   if (set.collectives.empty())
     throw std::invalid_argument(
-        fmt::format("{}: no nccl-tests outputs to calibrate against", c.measurements));
-  const Scenario s = load_for(c);
+        fmt::format("{}: no nccl-tests outputs among the measurements", c.measurements));
+  return set;
+}
+
+int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
+  const MeasurementSet set = collective_measurements(c, err);
+  const Scenario s = load_scenario(c.scenario);
   const Calibration cal = calibrate(s, set.collectives);
   out << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", "parameter", "before", "fitted", "+- (1s)");
   for (std::size_t i = 0; i < cal.params.size(); ++i) {
@@ -313,14 +318,10 @@ int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err)
 }
 
 int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
-  const MeasurementSet set = load_measurements(c.measurements);
-  for (const auto& n : set.notes) err << "  " << n << '\n';
-  if (set.collectives.empty())
-    throw std::invalid_argument(
-        fmt::format("{}: no nccl-tests outputs to validate against", c.measurements));
+  const MeasurementSet set = collective_measurements(c, err);
   if (c.holdout < 0 || c.holdout >= 1)
     throw std::invalid_argument("--holdout must be a fraction in [0, 1)");
-  Scenario s = load_for(c);
+  Scenario s = load_scenario(c.scenario);
   if (!c.fidelity.empty()) s.fidelity = c.fidelity == "flow" ? Fidelity::kFlow : Fidelity::kPacket;
   const Split parts = split(set.collectives, c.holdout);
   if (!parts.held.empty()) {
@@ -366,7 +367,7 @@ int run_diagnose(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
   const MeasurementSet set = load_measurements(c.measurements);
   for (const auto& n : set.notes) err << "  " << n << '\n';
   std::optional<Scenario> s;
-  if (!c.scenario.empty()) s = load_for(c);
+  if (!c.scenario.empty()) s = load_scenario(c.scenario);
   struct Finding {
     std::string layer, evidence, next;
     bool bad = false;

@@ -9,6 +9,7 @@
 
 #include "cli/calibration.hpp"
 #include "cli/commands.hpp"
+#include "topologies/server.hpp"
 #include "validation/fit.hpp"
 #include "validation/parsers.hpp"
 
@@ -107,22 +108,25 @@ TEST(Parsers, PerftestBandwidthInMiBAndGbitsAndLatency) {
   EXPECT_NE(what.find("expected 5 columns"), std::string::npos) << what;
 }
 
-TEST(Parsers, NvidiaSmiTopoMatrixAffinityAndNicLegend) {
-  const auto t = parse_nvidia_smi_topo(fixture("nvidia_smi_topo.txt"), "f");
+TEST(Parsers, NvidiaSmiTopoFixtureReadsWithTheServerImporter) {
+  // The server importer's parser (topologies/server.hpp) reads the collected matrix.
+  const std::string text = fixture("nvidia_smi_topo.txt");
+  EXPECT_TRUE(looks_like_nvidia_smi_topo(text));
+  const TopoMatrix t = parse_topo_matrix(text);
   ASSERT_EQ(t.devices.size(), 6u);
-  EXPECT_EQ(t.nvlinks(0, 1), 12);
-  EXPECT_EQ(t.nvlinks(0, 3), 0);
-  EXPECT_EQ(t.link[0][4], "PXB");
-  EXPECT_EQ(t.cpu_affinity.at("GPU2"), "16-31,144-159");
-  EXPECT_EQ(t.numa_affinity.at("GPU0"), "3");
-  EXPECT_EQ(t.nic_names.at("NIC1"), "mlx5_1");
-  std::string bad = fixture("nvidia_smi_topo.txt");
+  EXPECT_EQ(t.relation[0][1], "NV12");
+  EXPECT_EQ(t.relation[0][3], "PXB");
+  EXPECT_EQ(t.cpu_affinity[2], "16-31,144-159");
+  EXPECT_EQ(t.nic_names[1], "mlx5_1");
+  std::string bad = text;
   bad.replace(bad.find("NV12\tNV12\t X"), 4, "QQ12");
-  const auto [line, what] = parse_error(parse_nvidia_smi_topo, bad);
-  EXPECT_EQ(line, 4u);
-  EXPECT_NE(what.find("unknown connection 'QQ12'"), std::string::npos) << what;
-  const std::string cut = fixture("nvidia_smi_topo.txt").substr(0, 200);
-  EXPECT_NE(parse_error(parse_nvidia_smi_topo, cut).second.find("link entries"), std::string::npos);
+  try {
+    parse_topo_matrix(bad);
+    ADD_FAILURE() << "accepted QQ12";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("line 4: unknown relation \"QQ12\""), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Parsers, EthtoolCountersAndNcclDebugLog) {

@@ -5,7 +5,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <set>
 
 namespace fabricsim::validation {
 
@@ -273,86 +272,9 @@ PerftestOutput parse_perftest(std::string_view text, const std::string& source) 
 
 // ---------------------------------------------------------------- nvidia-smi topo -m
 
-namespace {
-bool known_link(std::string_view s) {
-  static const std::set<std::string_view> kinds{"X",   "PIX", "PXB", "PHB", "NODE",
-                                                "SYS", "SOC", "PXN", "NVB", "C2C"};
-  if (kinds.contains(s)) return true;
-  return s.size() > 2 && s.size() <= 5 && s.starts_with("NV") && all_digits(s.substr(2));
-}
-}  // namespace
-
-int SmiTopology::nvlinks(std::size_t i, std::size_t j) const {
-  const std::string& s = link.at(i).at(j);
-  return s.size() > 2 && s.starts_with("NV") ? std::stoi(s.substr(2)) : 0;
-}
-
 bool looks_like_nvidia_smi_topo(std::string_view text) {
   return text.find("GPU0") != std::string_view::npos &&
          text.find("Legend") != std::string_view::npos;
-}
-
-SmiTopology parse_nvidia_smi_topo(std::string_view text, const std::string& source) {
-  SmiTopology out;
-  bool header = false, legend = false;
-  std::size_t last = 0, rows = 0;
-  for (const auto& [n, line] : lines_of(text)) {
-    last = n;
-    const std::string_view s = trim(line);
-    if (s.empty()) continue;
-    if (s.starts_with("Legend")) {
-      legend = true;
-      continue;
-    }
-    if (legend) {
-      // "NIC0: mlx5_0" (the NIC legend); the rest explains the link kinds.
-      const auto t = tokens(s);
-      if (t.size() == 2 && t[0].starts_with("NIC") && t[0].ends_with(":"))
-        out.nic_names[std::string(t[0].substr(0, t[0].size() - 1))] = std::string(t[1]);
-      continue;
-    }
-    const auto t = tokens(s);
-    if (!header) {
-      for (const auto tok : t) {
-        if (tok == "CPU" || tok == "NUMA") break;
-        out.devices.emplace_back(tok);
-      }
-      if (out.devices.empty() || !out.devices.front().starts_with("GPU"))
-        throw ParseError(source, n, "expected the header row (GPU0 GPU1 ... CPU Affinity ...)");
-      out.link.assign(out.devices.size(), std::vector<std::string>(out.devices.size()));
-      header = true;
-      continue;
-    }
-    const std::size_t d = out.devices.size();
-    if (rows >= d) continue;  // lines after the matrix, before the legend
-    if (t.empty() || t[0] != out.devices[rows])
-      throw ParseError(source, n,
-                       fmt::format("expected the row of {}, found '{}'", out.devices[rows],
-                                   t.empty() ? std::string_view{} : t[0]));
-    if (t.size() < 1 + d)
-      throw ParseError(source, n,
-                       fmt::format("expected {} link entries for {}, found {}", d,
-                                   out.devices[rows], t.size() - 1));
-    for (std::size_t j = 0; j < d; ++j) {
-      if (!known_link(t[1 + j]))
-        throw ParseError(source, n,
-                         fmt::format("unknown connection '{}' (expected X, NV#, PIX, PXB, PHB, "
-                                     "NODE or SYS)",
-                                     t[1 + j]));
-      out.link[rows][j] = std::string(t[1 + j]);
-    }
-    if (out.devices[rows].starts_with("GPU")) {
-      if (t.size() > 1 + d) out.cpu_affinity[out.devices[rows]] = std::string(t[1 + d]);
-      if (t.size() > 2 + d) out.numa_affinity[out.devices[rows]] = std::string(t[2 + d]);
-    }
-    ++rows;
-  }
-  if (!header) throw ParseError(source, last, "not nvidia-smi topo -m output: no header row");
-  if (rows < out.devices.size())
-    throw ParseError(
-        source, last,
-        fmt::format("the matrix stops after {} of {} rows (truncated?)", rows, out.devices.size()));
-  return out;
 }
 
 // ---------------------------------------------------------------- ethtool -S

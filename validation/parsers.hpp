@@ -64,17 +64,7 @@ struct PerftestOutput {
 PerftestOutput parse_perftest(std::string_view text, const std::string& source);
 bool looks_like_perftest(std::string_view text);
 
-// ---- nvidia-smi topo -m ----
-struct SmiTopology {
-  std::vector<std::string> devices;  // column order: GPU0 .. GPUn, NIC0 ..
-  // connection between devices i and j: "X", "NV12", "PIX", "PXB", "PHB", "NODE", "SYS"/"SOC"
-  std::vector<std::vector<std::string>> link;
-  std::map<std::string, std::string> cpu_affinity, numa_affinity;  // per GPU
-  std::map<std::string, std::string> nic_names;                    // "NIC0" -> "mlx5_0"
-  // How many NVLinks join GPUs i and j (0: none): NV# entries.
-  int nvlinks(std::size_t i, std::size_t j) const;
-};
-SmiTopology parse_nvidia_smi_topo(std::string_view text, const std::string& source);
+// nvidia-smi topo -m: topologies/server.hpp parse_topo_matrix (the server importer's parser).
 bool looks_like_nvidia_smi_topo(std::string_view text);
 
 // ---- ethtool -S ----
