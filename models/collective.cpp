@@ -43,7 +43,7 @@ class CollectiveEngine::Builder {
   Builder(CollectiveEngine& engine, Run& run, const CommLayout& layout, int channels)
       : e_(engine), run_(run), layout_(layout), channels_(channels) {}
 
-  // Streamed execution: one pipeline per channel (per pair for point to point).
+  // Streamed execution: one pipeline per channel (per sender for point to point).
   void build_streamed(const CollectiveRequest& req) {
     const int n = static_cast<int>(layout_.ranks.size());
     if (n == 1 || req.op == CollOp::kSendRecv || req.op == CollOp::kAllToAll) {

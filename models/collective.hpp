@@ -36,7 +36,7 @@
 //
 // Streamed execution (backends with pipelines, i.e. the flow level): a collective with many
 // primitives runs instead as one pipeline per channel (ring: its n connections; chain: its
-// n-1; tree: its up and down edges; point to point: one per pair), every member moving the
+// n-1; tree: its up and down edges; point to point: one per sender), every member moving the
 // bytes the primitives would send on it, at one max-min rate capped by the blocks' copy rate
 // per primitive (step latency + slice / copy rate, over the primitives of a chunk). Its time
 // is that fluid transfer plus the pipeline fill: the first slice's way along the critical path

@@ -230,7 +230,7 @@ TEST(FlowLevel, RingAllReduceOn4DgxA100MatchesPacketLevelWithin5Percent) {
 
 TEST(FlowLevel, StreamedCollectivesMatchPrimitiveExecutionWithin5Percent) {
   // The same collectives on the same flow-level fabric, run primitive by primitive and as one
-  // pipeline per channel (per pair for AllToAll): 4 x DGX A100 with destination-mod-k routing,
+  // pipeline per channel (per sender for AllToAll): 4 x DGX A100 with destination-mod-k routing,
   // NCCL's 16 channels, sizes where streaming is the default (>= 64 MiB).
   const Topology topo = build_cluster(fixtures::dgx_a100_x4());
   const Routing routing = Routing::compute(topo, 1);
