@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/experiment.hpp"
+#include "cli/html_report.hpp"
 #include "cli/nccl_tests.hpp"
 #include "cli/output.hpp"
 #include "topologies/server.hpp"
@@ -253,9 +254,11 @@ Split split(const std::vector<Measurement>& all, double fraction) {
 }
 
 void print_table(const std::vector<Measurement>& ms, const std::vector<double>& sim,
-                 const std::string& role, std::ostream& out) {
+                 const std::string& role, std::ostream& out, std::vector<ValidationRow>& rows) {
   for (std::size_t i = 0; i < ms.size(); ++i) {
     const auto& m = ms[i];
+    rows.push_back({fmt::format("{}, {} ranks", m.binary, m.ranks), m.bytes, m.time_us, sim[i],
+                    bus_factor(m.op, m.ranks), role});
     out << fmt::format("{:<20} {:>6} {:>12} {:>12.2f} {:>12.2f} {:>+8.2f}  {}\n", m.binary, m.ranks,
                        m.bytes, m.time_us, sim[i], (sim[i] / m.time_us - 1) * 100, role);
   }
@@ -336,15 +339,22 @@ int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
   out << fmt::format("{:<20} {:>6} {:>12} {:>12} {:>12} {:>8}  {}\n", "binary", "ranks", "bytes",
                      "measured_us", "simulated_us", "error_%", "role");
   const std::vector<double> sim_fit = simulate_measurements(s, parts.fit);
-  print_table(parts.fit, sim_fit, "fit", out);
+  std::vector<ValidationRow> rows;
+  print_table(parts.fit, sim_fit, "fit", out, rows);
   std::vector<double> sim_held;
   if (!parts.held.empty()) {
     sim_held = simulate_measurements(s, parts.held);
-    print_table(parts.held, sim_held, "held-out", out);
+    print_table(parts.held, sim_held, "held-out", out, rows);
   }
   const Errors e = errors(judged, parts.held.empty() ? sim_fit : sim_held);
   out << fmt::format("{}: {} rows, mean absolute error {:.2f} %, worst {:.2f} %\n",
                      parts.held.empty() ? "all rows" : "held-out rows", e.n, e.mape, e.worst);
+  if (!c.report.empty()) {
+    write_file_atomically(c.report, validation_html(fmt::format("fabricsim validate: {} against {}",
+                                                                c.scenario, c.measurements),
+                                                    rows));
+    out << "wrote " << c.report << '\n';
+  }
   if (c.max_error > 0 && e.mape > c.max_error) {
     err << fmt::format(
         "fabricsim: validation failed: mean absolute error {:.2f} % > --max-error "

@@ -70,7 +70,7 @@ std::string calibration_overlay(const Calibration& c, const std::filesystem::pat
                                 const std::string& from);
 
 struct CalibrationCli {
-  std::string measurements, scenario, out = "calibrated.toml", fidelity;
+  std::string measurements, scenario, out = "calibrated.toml", fidelity, report;
   double holdout = 0, max_error = 0;
 };
 int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err);

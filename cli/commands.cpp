@@ -313,6 +313,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       ->add_option("--max-error", val_args.max_error,
                    "Fail (exit 1) when the mean absolute error exceeds this many per cent")
       ->check(CLI::PositiveNumber);
+  validate_cmd->add_option("--report", val_args.report,
+                           "Also write measured vs simulated as a self-contained HTML file");
   validate_cmd
       ->add_option("--fidelity", val_args.fidelity, "packet or flow (overrides the scenario)")
       ->check(CLI::IsMember({"packet", "flow"}));

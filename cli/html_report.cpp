@@ -259,3 +259,45 @@ std::string html_report(const std::vector<Scenario>& scenarios,
 }
 
 }  // namespace fabricsim
+
+namespace fabricsim {
+
+std::string validation_html(const std::string& title, const std::vector<ValidationRow>& rows) {
+  std::string out = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n"
+      "<style>body{{font-family:sans-serif;margin:24px;max-width:1100px}}table{{border-collapse:"
+      "collapse;margin:8px 0 24px}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}"
+      "svg.chart{{display:block;margin:8px 0 24px}}</style></head><body>\n<h1>{}</h1>\n",
+      escape(title), escape(title));
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<Series, Series>> charts;
+  for (const auto& r : rows) {
+    if (!charts.contains(r.series)) order.push_back(r.series);
+    auto& [measured, simulated] = charts[r.series];
+    measured.name = "measured";
+    simulated.name = "simulated";
+    const auto busbw = [&](double us) {
+      return static_cast<double>(r.bytes) / (us * 1e3) * r.bus_factor;
+    };
+    measured.points.emplace_back(static_cast<double>(r.bytes), busbw(r.measured_us));
+    simulated.points.emplace_back(static_cast<double>(r.bytes), busbw(r.simulated_us));
+  }
+  for (const auto& name : order) {
+    auto& [m, s] = charts[name];
+    std::sort(m.points.begin(), m.points.end());
+    std::sort(s.points.begin(), s.points.end());
+    out += line_chart(name, "size (B)", "busbw (GB/s)", {m, s}, true);
+  }
+  out +=
+      "<table id=\"rows\"><tr><th>series</th><th>bytes</th><th>measured (us)</th>"
+      "<th>simulated (us)</th><th>error (%)</th><th>role</th></tr>\n";
+  for (const auto& r : rows)
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:+.2f}</td><td>{}</td></"
+        "tr>\n",
+        escape(r.series), r.bytes, r.measured_us, r.simulated_us,
+        (r.simulated_us / r.measured_us - 1) * 100, r.role);
+  return out + "</table>\n</body></html>\n";
+}
+
+}  // namespace fabricsim

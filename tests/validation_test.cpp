@@ -251,11 +251,23 @@ TEST(Calibration, CommandsWriteALoadableOverlayValidateAndDiagnose) {
   const Scenario s = load_scenario(overlay);
   EXPECT_NEAR(s.flow_efficiency.network, 0.7, 0.7 * 0.02);
   // The calibrated scenario reproduces the measurements; the uncalibrated one does not.
+  const std::string html = (dir / "validate.html").string();
   EXPECT_EQ(run({"validate", "--measurements", (dir / "m").string(), "--scenario", overlay,
-                 "--max-error", "2"},
+                 "--max-error", "2", "--report", html},
                 &text),
             0)
       << text;
+  std::ifstream report_file(html);
+  std::ostringstream report;
+  report << report_file.rdbuf();
+  // Two series (8 and 16 ranks), measured and simulated curves each, and the rows.
+  std::size_t curves = 0;
+  for (auto at = report.str().find("<polyline"); at != std::string::npos;
+       at = report.str().find("<polyline", at + 1))
+    ++curves;
+  EXPECT_EQ(curves, 4u);
+  EXPECT_NE(report.str().find("all_reduce_perf, 16 ranks"), std::string::npos);
+  EXPECT_NE(report.str().find("<table id=\"rows\">"), std::string::npos);
   EXPECT_EQ(run({"validate", "--measurements", (dir / "m").string(), "--scenario", scenario,
                  "--max-error", "2"},
                 &text),
