@@ -291,10 +291,9 @@ TEST(Calibration, CommandsWriteALoadableOverlayValidateAndDiagnose) {
   std::filesystem::remove_all(dir);
 }
 
-#ifdef FABRICSIM_BENCH_BINARY
 namespace {
 // Runs a shell command; returns its exit status and output.
-std::pair<int, std::string> shell(const std::string& cmd) {
+[[maybe_unused]] std::pair<int, std::string> shell(const std::string& cmd) {
   const auto out = std::filesystem::temp_directory_path() / "fabricsim-bench-out.txt";
   const int status = std::system((cmd + " > " + out.string() + " 2>&1").c_str());
   std::ifstream in(out);
@@ -303,6 +302,8 @@ std::pair<int, std::string> shell(const std::string& cmd) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, s.str()};
 }
 }  // namespace
+
+#ifdef FABRICSIM_BENCH_BINARY
 
 TEST(Harness, RejectsBadArgumentsWithoutAGpu) {
   const std::string bin = FABRICSIM_BENCH_BINARY;
@@ -340,5 +341,24 @@ TEST(Harness, OneGpuRunProducesMeasurementsThatCalibrateAccepts) {
 #else
 TEST(Harness, OneGpuRunProducesMeasurementsThatCalibrateAccepts) {
   GTEST_SKIP() << "the harness is not built here: no CUDA Toolkit with nvcc and NCCL was found";
+}
+#endif
+
+#ifdef FABRICSIM_VERBS_BINARY
+TEST(Harness, VerbsBenchRejectsBadArgumentsAndNamesAMissingDevice) {
+  const std::string bin = FABRICSIM_VERBS_BINARY;
+  auto [rc, text] = shell(bin + " --client");
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(text.find("needs a value"), std::string::npos) << text;
+  std::tie(rc, text) = shell(bin + " --server --client h");
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(text.find("exactly one of --server and --client"), std::string::npos) << text;
+  std::tie(rc, text) = shell(bin + " --server -s 0");
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(text.find("'0' is not a valid number"), std::string::npos) << text;
+  // Against a device that does not exist (or, on a machine without RDMA, any device).
+  std::tie(rc, text) = shell(bin + " --client 127.0.0.1 --dev no_such_device0");
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(text.find("no RDMA device"), std::string::npos) << text;
 }
 #endif

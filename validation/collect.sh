@@ -4,8 +4,9 @@
 #
 #   validation/collect.sh OUT_DIR [--peer HOST] [--bench PATH] [--nccl-tests DIR] [-e MAXBYTES]
 #
-#   --peer HOST       also run ib_write_bw / ib_write_lat against HOST (start the server side
-#                     there first: `ib_write_bw --report_gbits` and `ib_write_lat`)
+#   --peer HOST       also run fabricsim-verbs-bench, ib_write_bw and ib_write_lat against HOST
+#                     (start the server sides there first: `fabricsim-verbs-bench --server`,
+#                     `ib_write_bw --report_gbits`, `ib_write_lat`)
 #   --bench PATH      fabricsim-bench (default: build/fabricsim-bench)
 #   --nccl-tests DIR  folder of the nccl-tests binaries (default: on PATH)
 #   -e MAXBYTES       largest collective size (default 1G)
@@ -53,6 +54,11 @@ for t in all_reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf; do
 done
 
 if [ -n "$peer" ]; then
+  verbs="$(dirname "$bench")/fabricsim-verbs-bench"
+  if [ -x "$verbs" ]; then  # needs `fabricsim-verbs-bench --server` running on the peer
+    "$verbs" --client "$peer" -s 1048576 -n 5000 >"$out/verbs-write-bw.txt" 2>&1 ||
+      note "fabricsim-verbs-bench failed (is the --server side running on $peer?)"
+  fi
   if have ib_write_bw; then
     ib_write_bw --report_gbits "$peer" >"$out/ib_write_bw.txt" 2>&1 || note "ib_write_bw failed"
     ib_write_lat "$peer" >"$out/ib_write_lat.txt" 2>&1 || note "ib_write_lat failed"
