@@ -55,11 +55,11 @@ fuzz:
 	scripts/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 format:
-	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
+	git ls-files '*.cpp' '*.hpp' '*.cu' | xargs clang-format -i
 
 format-check:
 	@scripts/install-deps.sh clang-format
-	git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run -Werror
+	git ls-files '*.cpp' '*.hpp' '*.cu' | xargs clang-format --dry-run -Werror
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -28,17 +28,17 @@ namespace {
   std::exit(code);
 }
 
-#define CUDA_OK(call)                                                                  \
-  do {                                                                                 \
-    const cudaError_t e_ = (call);                                                     \
-    if (e_ != cudaSuccess)                                                             \
-      fail(1, std::string("CUDA error in ") + #call + ": " + cudaGetErrorString(e_));  \
+#define CUDA_OK(call)                                                                 \
+  do {                                                                                \
+    const cudaError_t e_ = (call);                                                    \
+    if (e_ != cudaSuccess)                                                            \
+      fail(1, std::string("CUDA error in ") + #call + ": " + cudaGetErrorString(e_)); \
   } while (0)
-#define NCCL_OK(call)                                                                  \
-  do {                                                                                 \
-    const ncclResult_t r_ = (call);                                                    \
-    if (r_ != ncclSuccess)                                                             \
-      fail(1, std::string("NCCL error in ") + #call + ": " + ncclGetErrorString(r_));  \
+#define NCCL_OK(call)                                                                 \
+  do {                                                                                \
+    const ncclResult_t r_ = (call);                                                   \
+    if (r_ != ncclSuccess)                                                            \
+      fail(1, std::string("NCCL error in ") + #call + ": " + ncclGetErrorString(r_)); \
   } while (0)
 
 __global__ void empty_kernel() {}
@@ -73,7 +73,7 @@ struct Op {
     return 1.0;
   }
 };
-const Op kOps[] = {{"all_reduce", false, true}, {"all_gather", false, false},
+const Op kOps[] = {{"all_reduce", false, true},     {"all_gather", false, false},
                    {"reduce_scatter", false, true}, {"broadcast", true, false},
                    {"reduce", true, true},          {"alltoall", false, false},
                    {"sendrecv", false, false}};
@@ -179,21 +179,33 @@ void micro(FILE* json) {
     CUDA_OK(cudaEventElapsedTime(&ms, a, b));
     return ms * 1e3 / reps;
   };
-  const double h2d = time_us([&] { CUDA_OK(cudaMemcpyAsync(dev, host, big, cudaMemcpyHostToDevice, s)); }, 10);
-  const double d2h = time_us([&] { CUDA_OK(cudaMemcpyAsync(host, dev, big, cudaMemcpyDeviceToHost, s)); }, 10);
-  const double d2d = time_us([&] { CUDA_OK(cudaMemcpyAsync(dev2, dev, big, cudaMemcpyDeviceToDevice, s)); }, 10);
-  const double h2d_lat = time_us([&] { CUDA_OK(cudaMemcpyAsync(dev, host, 8, cudaMemcpyHostToDevice, s)); }, 1000);
-  const double d2h_lat = time_us([&] { CUDA_OK(cudaMemcpyAsync(host, dev, 8, cudaMemcpyDeviceToHost, s)); }, 1000);
-  const double launch = time_us([&] { empty_kernel<<<1, 1, 0, s>>>(); CUDA_OK(cudaGetLastError()); }, 10000);
+  const double h2d =
+      time_us([&] { CUDA_OK(cudaMemcpyAsync(dev, host, big, cudaMemcpyHostToDevice, s)); }, 10);
+  const double d2h =
+      time_us([&] { CUDA_OK(cudaMemcpyAsync(host, dev, big, cudaMemcpyDeviceToHost, s)); }, 10);
+  const double d2d =
+      time_us([&] { CUDA_OK(cudaMemcpyAsync(dev2, dev, big, cudaMemcpyDeviceToDevice, s)); }, 10);
+  const double h2d_lat =
+      time_us([&] { CUDA_OK(cudaMemcpyAsync(dev, host, 8, cudaMemcpyHostToDevice, s)); }, 1000);
+  const double d2h_lat =
+      time_us([&] { CUDA_OK(cudaMemcpyAsync(host, dev, 8, cudaMemcpyDeviceToHost, s)); }, 1000);
+  const double launch = time_us(
+      [&] {
+        empty_kernel<<<1, 1, 0, s>>>();
+        CUDA_OK(cudaGetLastError());
+      },
+      10000);
   const double gbs = static_cast<double>(big) / 1e3;  // bytes per us -> GB/s
-  std::printf("# micro: h2d %.2f GB/s, d2h %.2f GB/s, d2d %.2f GB/s (read + write %.2f), "
-              "h2d latency %.2f us, d2h latency %.2f us, kernel launch %.2f us\n",
-              gbs / h2d, gbs / d2h, gbs / d2d, 2 * gbs / d2d, h2d_lat, d2h_lat, launch);
+  std::printf(
+      "# micro: h2d %.2f GB/s, d2h %.2f GB/s, d2d %.2f GB/s (read + write %.2f), "
+      "h2d latency %.2f us, d2h latency %.2f us, kernel launch %.2f us\n",
+      gbs / h2d, gbs / d2h, gbs / d2d, 2 * gbs / d2d, h2d_lat, d2h_lat, launch);
   if (json)
-    std::fprintf(json,
-                 "  \"micro\": {\"h2d_gbs\": %.4f, \"d2h_gbs\": %.4f, \"d2d_gbs\": %.4f, "
-                 "\"h2d_latency_us\": %.4f, \"d2h_latency_us\": %.4f, \"kernel_launch_us\": %.4f},\n",
-                 gbs / h2d, gbs / d2h, gbs / d2d, h2d_lat, d2h_lat, launch);
+    std::fprintf(
+        json,
+        "  \"micro\": {\"h2d_gbs\": %.4f, \"d2h_gbs\": %.4f, \"d2d_gbs\": %.4f, "
+        "\"h2d_latency_us\": %.4f, \"d2h_latency_us\": %.4f, \"kernel_launch_us\": %.4f},\n",
+        gbs / h2d, gbs / d2h, gbs / d2d, h2d_lat, d2h_lat, launch);
   CUDA_OK(cudaFreeHost(host));
   CUDA_OK(cudaFree(dev));
   CUDA_OK(cudaFree(dev2));
@@ -204,7 +216,8 @@ void usage() {
       "usage: fabricsim-bench [--op NAME|all] [-b MIN] [-e MAX] [-f FACTOR] [-g GPUS] [-n ITERS]\n"
       "                       [-w WARMUP] [--out-dir DIR] [--json FILE] [--micro] [--probe]\n"
       "  ops: all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv\n"
-      "  --out-dir writes one nccl-tests-format file per op (OP_perf.txt), for fabricsim calibrate\n"
+      "  --out-dir writes one nccl-tests-format file per op (OP_perf.txt), for fabricsim "
+      "calibrate\n"
       "  --probe prints the GPUs found and exits (2 when there is none)\n");
 }
 
@@ -221,19 +234,33 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) fail(2, "option " + a + " needs a value");
       return argv[++i];
     };
-    if (a == "--op") op_name = next();
-    else if (a == "-b") min_bytes = parse_size(next());
-    else if (a == "-e") max_bytes = parse_size(next());
-    else if (a == "-f") factor = std::strtoull(next(), nullptr, 10);
-    else if (a == "-g") ngpus = std::atoi(next());
-    else if (a == "-n") iters = std::atoi(next());
-    else if (a == "-w") warmup = std::atoi(next());
-    else if (a == "--out-dir") out_dir = next();
-    else if (a == "--json") json_path = next();
-    else if (a == "--micro") do_micro = true;
-    else if (a == "--probe") probe = true;
-    else if (a == "-h" || a == "--help") { usage(); return 0; }
-    else fail(2, "unknown option '" + a + "' (--help lists them)");
+    if (a == "--op")
+      op_name = next();
+    else if (a == "-b")
+      min_bytes = parse_size(next());
+    else if (a == "-e")
+      max_bytes = parse_size(next());
+    else if (a == "-f")
+      factor = std::strtoull(next(), nullptr, 10);
+    else if (a == "-g")
+      ngpus = std::atoi(next());
+    else if (a == "-n")
+      iters = std::atoi(next());
+    else if (a == "-w")
+      warmup = std::atoi(next());
+    else if (a == "--out-dir")
+      out_dir = next();
+    else if (a == "--json")
+      json_path = next();
+    else if (a == "--micro")
+      do_micro = true;
+    else if (a == "--probe")
+      probe = true;
+    else if (a == "-h" || a == "--help") {
+      usage();
+      return 0;
+    } else
+      fail(2, "unknown option '" + a + "' (--help lists them)");
   }
   if (factor < 2 || iters < 1 || warmup < 0 || min_bytes > max_bytes)
     fail(2, "need -f >= 2, -n >= 1, -w >= 0 and -b <= -e");
@@ -243,7 +270,8 @@ int main(int argc, char** argv) {
     fail(2, std::string("no CUDA device (cudaGetDeviceCount: ") +
                 (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") + ")");
   if (ngpus <= 0) ngpus = devices;
-  if (ngpus > devices) fail(2, "-g " + std::to_string(ngpus) + ": only " + std::to_string(devices) + " GPUs");
+  if (ngpus > devices)
+    fail(2, "-g " + std::to_string(ngpus) + ": only " + std::to_string(devices) + " GPUs");
   std::vector<std::string> names(ngpus);
   for (int d = 0; d < ngpus; ++d) {
     cudaDeviceProp p{};
@@ -260,8 +288,10 @@ int main(int argc, char** argv) {
   int version = 0;
   NCCL_OK(ncclGetVersion(&version));
   if (json)
-    std::fprintf(json, "{\n  \"tool\": \"fabricsim-bench\",\n  \"device\": \"%s\",\n  \"gpus\": %d,\n"
-                 "  \"nccl_version\": %d,\n", names[0].c_str(), ngpus, version);
+    std::fprintf(json,
+                 "{\n  \"tool\": \"fabricsim-bench\",\n  \"device\": \"%s\",\n  \"gpus\": %d,\n"
+                 "  \"nccl_version\": %d,\n",
+                 names[0].c_str(), ngpus, version);
   if (do_micro) micro(json);
 
   std::vector<Gpu> g(ngpus);
@@ -297,8 +327,8 @@ int main(int argc, char** argv) {
     for (int r = 0; r < ngpus; ++r) {
       cudaDeviceProp p{};
       CUDA_OK(cudaGetDeviceProperties(&p, r));
-      add("#  Rank %2d Group  0 Pid %6d on %10s device %2d [%04x:%02x:%02x] %s\n", r,
-          (int)getpid(), host, r, p.pciDomainID, p.pciBusID, p.pciDeviceID, p.name);
+      add("#  Rank %2d Group  0 Pid %6d on %10s device %2d [%04x:%02x:%02x] %s\n", r, (int)getpid(),
+          host, r, p.pciDomainID, p.pciBusID, p.pciDeviceID, p.name);
     }
     add("#\n#%58s  out-of-place\n", "");
     add("#       size         count      type   redop    root     time   algbw   busbw  #wrong"
@@ -347,8 +377,8 @@ int main(int argc, char** argv) {
       ++bw_rows;
       add("%12llu  %12llu  %8s  %6s  %6d  %7.2f  %6.2f  %6.2f  %6zu  %7.2f  %6.2f  %6.2f  %6s\n",
           (unsigned long long)bytes, (unsigned long long)(bytes / sizeof(float)), "float",
-          op.reduces ? "sum" : "none",
-          op.rooted ? 0 : -1, us, algbw, busbw, bad, us, algbw, busbw, "N/A");
+          op.reduces ? "sum" : "none", op.rooted ? 0 : -1, us, algbw, busbw, bad, us, algbw, busbw,
+          "N/A");
       rows.push_back({op.name, bytes, us, algbw, busbw, bad});
     }
     add("# Out of bounds values : %zu %s\n# Avg bus bandwidth    : %g \n#\n"
