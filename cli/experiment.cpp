@@ -58,15 +58,11 @@ std::vector<LinkLoad> bottleneck_summary(
     h->for_each_port([&](const char* layer, const EgressPort& port) { add(layer, port); });
   for (std::size_t e = 0; e < net.nic_count(); ++e) add("NIC", net.nic(e).port());
   const auto& g = topo.graph();
-  for (std::size_t s = 0; s < net.switch_count(); ++s) {
-    const int tier = g[routing.switch_vertex(s)].tier;
-    for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
-      const bool to_switch = g[routing.ports(s)[p].peer].kind == NodeKind::kSwitch;
-      const std::string layer = tier <= 1 ? (to_switch ? "leaf uplink" : "leaf downlink")
-                                          : (tier == 2 ? "spine" : "core");
-      add(layer, net.network_switch(s).port(p));
-    }
-  }
+  for (std::size_t s = 0; s < net.switch_count(); ++s)
+    for (std::size_t p = 0; p < routing.ports(s).size(); ++p)
+      add(std::string(link_layer(g, routing.switch_vertex(s), routing.ports(s)[p].peer,
+                                 LinkKind::kNetwork)),
+          net.network_switch(s).port(p));
   return busiest_per_layer(std::move(all), per_layer);
 }
 

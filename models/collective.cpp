@@ -43,38 +43,23 @@ class CollectiveEngine::Builder {
   Builder(CollectiveEngine& engine, Run& run, const CommLayout& layout, int channels)
       : e_(engine), run_(run), layout_(layout), channels_(channels) {}
 
-  // Streamed execution: one pipeline per channel (per sender for point to point).
-  void build_streamed(const CollectiveRequest& req) {
+  // Primitives per slice, or (streamed) one pipeline per channel and per sender for point
+  // to point.
+  void build(const CollectiveRequest& req, bool streamed) {
     const int n = static_cast<int>(layout_.ranks.size());
     if (n == 1 || req.op == CollOp::kSendRecv || req.op == CollOp::kAllToAll) {
-      stream_point_to_point(req);
+      streamed ? stream_point_to_point(req) : point_to_point(req);
       return;
     }
     for (int c = 0; c < channels_; ++c) {
+      const std::uint64_t bytes = share(req.bytes, c);
       if (req.op == CollOp::kAllReduce && run_.result.algo == Algo::kTree)
-        stream_tree(c, share(req.bytes, c));
+        streamed ? stream_tree(c, bytes) : tree(c, bytes);
       else if (req.op == CollOp::kBroadcast || req.op == CollOp::kReduce)
-        stream_chain(c, share(req.bytes, c), req.op == CollOp::kReduce, req.root);
+        streamed ? stream_chain(c, bytes, req.op == CollOp::kReduce, req.root)
+                 : chain(c, bytes, req.op == CollOp::kReduce, req.root);
       else
-        stream_ring(c, share(req.bytes, c), req.op);
-    }
-  }
-
-  void build(const CollectiveRequest& req) {
-    const int n = static_cast<int>(layout_.ranks.size());
-    if (n == 1 || req.op == CollOp::kSendRecv || req.op == CollOp::kAllToAll) {
-      point_to_point(req);
-      return;
-    }
-    if (req.op == CollOp::kAllReduce && run_.result.algo == Algo::kTree) {
-      for (int c = 0; c < channels_; ++c) tree(c, share(req.bytes, c));
-      return;
-    }
-    for (int c = 0; c < channels_; ++c) {
-      if (req.op == CollOp::kBroadcast || req.op == CollOp::kReduce)
-        chain(c, share(req.bytes, c), req.op == CollOp::kReduce, req.root);
-      else
-        ring(c, share(req.bytes, c), req.op);
+        streamed ? stream_ring(c, bytes, req.op) : ring(c, bytes, req.op);
     }
   }
 
@@ -140,6 +125,19 @@ class CollectiveEngine::Builder {
     return it->second;
   }
 
+  // Per loop of a ring channel carrying `bytes`, the bytes of each rank's chunk: the loop moves
+  // n chunks, the last loop what is left, split evenly (at least 1 byte).
+  std::vector<std::uint64_t> ring_chunks(std::uint64_t bytes, std::uint32_t n) const {
+    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
+    std::vector<std::uint64_t> out;
+    std::uint64_t offset = 0;
+    do {
+      out.push_back(std::max<std::uint64_t>(1, std::min(chunk, (bytes - offset + n - 1) / n)));
+      offset += out.back() * n;
+    } while (offset < bytes);
+    return out;
+  }
+
   // Slices of one chunk of `real` bytes.
   std::vector<std::uint64_t> slices(std::uint64_t real) const {
     const auto slice =
@@ -159,11 +157,7 @@ class CollectiveEngine::Builder {
     std::vector<std::uint32_t> out(n);  // connection ring[i] -> ring[i+1]
     for (std::uint32_t i = 0; i < n; ++i)
       out[i] = conn(c, ch.ring[i], ch.ring[(i + 1) % n], 0, s[i], s[(i + 1) % n]);
-    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
-    std::uint64_t offset = 0;
-    do {
-      const std::uint64_t real =
-          std::max<std::uint64_t>(1, std::min(chunk, (bytes - offset + n - 1) / n));
+    for (const std::uint64_t real : ring_chunks(bytes, n)) {
       const auto sl = slices(real);
       for (std::uint32_t i = 0; i < n; ++i) {
         const std::uint32_t in = out[(i + n - 1) % n], to = out[i];
@@ -183,8 +177,7 @@ class CollectiveEngine::Builder {
           for (auto b : sl) op(s[i], {in}, {}, b, reduce);
         }
       }
-      offset += real * n;
-    } while (offset < bytes);
+    }
     commit();
   }
 
@@ -360,17 +353,11 @@ class CollectiveEngine::Builder {
     const std::uint32_t sends = all_reduce ? 2 * (n - 1) : n - 1;
     const std::uint32_t reduces = all_reduce || op_kind == CollOp::kReduceScatter ? n - 1 : 0;
     const std::uint32_t copies = (all_reduce ? 2 * n - 1 : n) - reduces;
-    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
-    std::uint64_t offset = 0, data = 0, first = 0, steps = 0;
-    do {
-      const std::uint64_t real =
-          std::max<std::uint64_t>(1, std::min(chunk, (bytes - offset + n - 1) / n));
-      if (first == 0) first = real;
-      data += real * sends;
-      steps += sends;
-      offset += real * n;
-    } while (offset < bytes);
-    const std::uint64_t slice = slice_of(first);
+    const auto chunks = ring_chunks(bytes, n);
+    const std::uint64_t data =
+        std::accumulate(chunks.begin(), chunks.end(), std::uint64_t{0}) * sends;
+    const std::uint64_t steps = chunks.size() * sends;
+    const std::uint64_t slice = slice_of(chunks.front());
     // The slowest rank's block bounds the ring: per slice of every step it runs `reduces`
     // reductions and `copies` copies (the last a receive), sending `sends` slices.
     double block = 0, hop = 0;
@@ -589,14 +576,9 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
       port_.pipelines() &&
       (exec_.granularity == Granularity::kStreams ||
        (exec_.granularity == Granularity::kAuto && primitives(run, req) > exec_.stream_above));
-  Builder builder(*this, run, comms_[comm].layout, r.channels);
-  if (r.streamed) {
-    builder.build_streamed(req);
-  } else {
-    builder.build(req);
-    run.op_done.assign(run.ops.size(), false);
-    run.streams_left = static_cast<std::uint32_t>(run.streams.size());
-  }
+  Builder(*this, run, comms_[comm].layout, r.channels).build(req, r.streamed);
+  run.op_done.assign(run.ops.size(), false);
+  run.streams_left = static_cast<std::uint32_t>(run.streams.size());
   const Time launch = Time::from_ps(static_cast<Time::rep>(
       std::llround(cfg_.launch_latency_us[static_cast<int>(r.proto)] * 1e6)));
   sim_.schedule_at(at + launch, start_, id);
@@ -808,13 +790,10 @@ void CollectiveEngine::on_message_complete(std::uint64_t mid) {
   if (it == messages_.end()) return;
   const auto [id, k] = it->second;
   messages_.erase(it);
-  if ((k & kPipelineBit) != 0) {
-    sim_.schedule_at(std::max(sim_.now(), port_.message(mid).finish), pipeline_done_,
-                     pack(id, k & ~kPipelineBit));
-    return;
-  }
   // Called from inside the fabric: act in an event of our own, at the delivery time.
-  sim_.schedule_at(std::max(sim_.now(), port_.message(mid).finish), arrival_, pack(id, k));
+  const bool pipeline = (k & kPipelineBit) != 0;
+  sim_.schedule_at(std::max(sim_.now(), port_.message(mid).finish),
+                   pipeline ? pipeline_done_ : arrival_, pack(id, k & ~kPipelineBit));
 }
 
 void CollectiveEngine::on_arrival(std::uint64_t payload) {
@@ -845,18 +824,11 @@ void CollectiveEngine::finish_pipelines(std::uint32_t id) {
   Run& run = runs_[id];
   if (run.pipelines.empty())  // one rank: nothing moved
     for (Time& f : run.result.rank_finish) f = sim_.now();
-  run.result.done = true;
-  run.pipelines = {};
-  run.conns = {};
-  run.conn_index = {};
-  if (run.listener != nullptr) run.listener->on_collective_done(id);
+  finish_run(id);
 }
 
-void CollectiveEngine::finish_stream(std::uint32_t id, std::uint32_t s) {
+void CollectiveEngine::finish_run(std::uint32_t id) {
   Run& run = runs_[id];
-  const std::uint32_t rank = run.streams[s].rank;
-  run.result.rank_finish[rank] = std::max(run.result.rank_finish[rank], sim_.now());
-  if (--run.streams_left > 0) return;
   run.result.done = true;
   // The plan is no longer needed; the result stays.
   run.conns = {};
@@ -865,7 +837,16 @@ void CollectiveEngine::finish_stream(std::uint32_t id, std::uint32_t s) {
   run.streams = {};
   run.op_done = {};
   run.conn_index = {};
+  run.pipelines = {};
   if (run.listener != nullptr) run.listener->on_collective_done(id);
+}
+
+void CollectiveEngine::finish_stream(std::uint32_t id, std::uint32_t s) {
+  Run& run = runs_[id];
+  const std::uint32_t rank = run.streams[s].rank;
+  run.result.rank_finish[rank] = std::max(run.result.rank_finish[rank], sim_.now());
+  if (--run.streams_left > 0) return;
+  finish_run(id);
 }
 
 }  // namespace fabricsim

@@ -251,6 +251,7 @@ class CollectiveEngine final : public CompletionListener {
   std::uint64_t primitives(const Run& run, const CollectiveRequest& req) const;
   void on_pipeline_done(std::uint64_t payload);
   void finish_pipelines(std::uint32_t run);
+  void finish_run(std::uint32_t run);  // done: drops the plan, tells the listener
   static constexpr std::uint32_t kPipelineBit = 1u << 31;  // in messages_: a pipeline index
   void release(std::uint32_t run, std::uint32_t stream);
   void post_sends(std::uint32_t run, std::uint32_t op);

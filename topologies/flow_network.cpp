@@ -85,19 +85,9 @@ MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, Vertex to, const LinkI
       break;
   }
   it->second = new_resource(bytes_per_s * share);
-  // Its layer and name for the bottleneck summary (switch ports are named after their ports).
-  std::string layer = "inter-socket";
-  if (link.kind == LinkKind::kNvLink) layer = "NVLink";
-  if (link.kind == LinkKind::kPcie) layer = "PCIe";
-  if (link.kind == LinkKind::kNetwork) {
-    const NodeInfo& n = g[from];
-    const bool to_switch = g[to].kind == NodeKind::kSwitch;
-    layer = n.kind != NodeKind::kSwitch ? "NIC"
-            : n.tier <= 1               ? (to_switch ? "leaf uplink" : "leaf downlink")
-            : n.tier == 2               ? "spine"
-                                        : "core";
-  }
-  res_info_[it->second] = {layer, fmt::format("{}->{}", g[from].name, g[to].name)};
+  // Its layer and name for the bottleneck summary.
+  res_info_[it->second] = {std::string(link_layer(g, from, to, link.kind)),
+                           fmt::format("{}->{}", g[from].name, g[to].name)};
   return it->second;
 }
 

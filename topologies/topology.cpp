@@ -44,6 +44,23 @@ std::string_view to_string(LinkKind k) {
   return "?";
 }
 
+std::string_view link_layer(const TopologyGraph& g, Vertex from, Vertex to, LinkKind kind) {
+  switch (kind) {
+    case LinkKind::kNvLink:
+      return "NVLink";
+    case LinkKind::kPcie:
+      return "PCIe";
+    case LinkKind::kInterSocket:
+      return "inter-socket";
+    case LinkKind::kNetwork:
+      break;
+  }
+  const NodeInfo& n = g[from];
+  if (n.kind != NodeKind::kSwitch) return "NIC";
+  if (n.tier <= 1) return g[to].kind == NodeKind::kSwitch ? "leaf uplink" : "leaf downlink";
+  return n.tier == 2 ? "spine" : "core";
+}
+
 Vertex Topology::add_node(NodeInfo info) {
   const bool is_switch = info.kind == NodeKind::kSwitch;
   const Vertex v = boost::add_vertex(std::move(info), g_);

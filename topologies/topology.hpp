@@ -84,4 +84,9 @@ class Topology {
 // (never NVLink or the network), both ends included. Throws std::invalid_argument when none.
 std::vector<Vertex> pcie_path(const TopologyGraph& g, Vertex from, Vertex to);
 
+// The layer a link direction belongs to in bottleneck summaries: "NVLink", "PCIe",
+// "inter-socket"; for the network "NIC" leaving a host, else by the switch's tier "leaf uplink"
+// (towards a switch) or "leaf downlink", "spine", "core".
+std::string_view link_layer(const TopologyGraph& g, Vertex from, Vertex to, LinkKind kind);
+
 }  // namespace fabricsim
