@@ -35,6 +35,12 @@ auto ends_with(std::string_view suffix) {
 
 }  // namespace
 
+std::uint64_t pfc_pause_frames(const std::vector<std::pair<std::string, std::uint64_t>>& counters) {
+  return sum_counters(counters, [](std::string_view n) {
+    return n.find(".tx_prio") != std::string_view::npos && n.ends_with("_pause");  // frames sent
+  });
+}
+
 std::vector<LinkLoad> bottleneck_summary(
     PacketNetwork& net, const Topology& topo, const Routing& routing, Time span,
     const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer,
@@ -261,13 +267,7 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
       {
           {"dropped_packets",
            static_cast<double>(sum_counters(r.counters, ends_with(".drop_packets"))), ""},
-          {"pfc_pause_frames",
-           static_cast<double>(sum_counters(r.counters,
-                                            [](std::string_view n) {
-                                              return n.find(".tx_prio") != std::string_view::npos &&
-                                                     n.ends_with("_pause");  // frames sent
-                                            })),
-           ""},
+          {"pfc_pause_frames", static_cast<double>(pfc_pause_frames(r.counters)), ""},
           {"ecn_marked_packets",
            static_cast<double>(sum_counters(r.counters, ends_with(".ecn_marked_packets"))), ""},
           {"cnp_sent", static_cast<double>(sum_counters(r.counters, ends_with(".cnp_sent"))), ""},

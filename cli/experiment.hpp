@@ -53,6 +53,9 @@ struct BuiltCluster {
   Routing routing;
 };
 
+// PFC pause frames sent, over all ports, from a run's counters.
+std::uint64_t pfc_pause_frames(const std::vector<std::pair<std::string, std::uint64_t>>& counters);
+
 // The most utilised links per layer over `span` (packet level), with their pause time.
 std::vector<LinkLoad> bottleneck_summary(
     PacketNetwork& net, const Topology& topo, const Routing& routing, Time span,

@@ -79,7 +79,7 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   sim.run_until(s.simulation.stop_time);
   TrainingRun r;
   r.workload = driver.result();
-  // Collective primitives onto per-GPU tracks (3 + the GPU's index in its server).
+  // Collective primitives onto per-GPU tracks (4 + the GPU's index in its server).
   for (const StepSpan& st : r.workload.steps) {
     const auto gpu = static_cast<int>(engine.layout(st.comm).ranks[st.rank].gpu);
     r.workload.trace.push_back(
@@ -149,9 +149,6 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
       if (name.ends_with(".rx_payload_bytes")) received += static_cast<double>(value);
     per_nic_bytes = received / nics / scenario.workload.steps;
   }
-  std::uint64_t pauses = 0;
-  for (const auto& [name, value] : r.counters)
-    if (name.find(".tx_prio") != std::string::npos && name.ends_with("_pause")) pauses += value;
   const double single_tps = alone.workload.tokens_per_s;
   r.metrics = {
       {"step_time_ms", w.step_ms, "ms"},
@@ -161,7 +158,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
       {"allreduce_ms_per_step", w.tp_allreduce_ms + w.dp_allreduce_ms, "ms"},
       {"allreduce_cross_node_ms", w.dp_allreduce_ms, "ms"},
       {"roce_throughput_gbps", dp_s > 0 ? per_nic_bytes * 8 / dp_s / 1e9 : 0, "Gb/s"},
-      {"pfc_pause_frames", static_cast<double>(pauses), ""},
+      {"pfc_pause_frames", static_cast<double>(pfc_pause_frames(r.counters)), ""},
       {"tokens_per_s", w.tokens_per_s, "tokens/s"},
       {"single_server_tokens_per_s", single_tps, "tokens/s"},
       {"scaling_efficiency", single_tps > 0 ? w.tokens_per_s / (n * single_tps) : 0, ""},

@@ -136,7 +136,7 @@ void WorkloadDriver::advance(std::uint64_t s) {
         if (a.bytes == 0) continue;
         const auto id = engine_.launch(comms_.tp[s], {.op = CollOp::kAllReduce, .bytes = a.bytes},
                                        sim_.now(), this);
-        owners_[id] = {.kind = Kind::kTpAllReduce, .server = static_cast<std::uint32_t>(s)};
+        owners_[id] = {.purpose = Purpose::kTp, .server = static_cast<std::uint32_t>(s)};
         ++result_.collectives;
         return;
       }
@@ -157,10 +157,9 @@ void WorkloadDriver::advance(std::uint64_t s) {
         // Forward: to the next stage's server (this one is rank block 0 of its communicator);
         // backward: from this server to the previous stage's (rank block 1 of that one's).
         const bool fwd = a.direction == kForward;
-        const std::size_t owner = fwd ? s : s - static_cast<std::size_t>(replicas_);
+        const std::size_t to = peer(s, a.direction);
+        const std::size_t owner = fwd ? s : to;  // the boundary's communicator
         const auto g = static_cast<std::uint32_t>(engine_.layout(comms_.tp[s]).ranks.size());
-        const std::uint32_t to =
-            static_cast<std::uint32_t>(fwd ? s + static_cast<std::size_t>(replicas_) : owner);
         if (spec_.pp_bytes == 0) {
           deliver(to, a.direction, a.micro_batch, sim_.now());
           continue;
@@ -172,7 +171,7 @@ void WorkloadDriver::advance(std::uint64_t s) {
                                         .send_first = fwd ? 0 : g,
                                         .send_count = g},
                                        sim_.now(), this);
-        owners_[id] = {.kind = Kind::kSend,
+        owners_[id] = {.purpose = Purpose::kStageSend,
                        .server = static_cast<std::uint32_t>(s),
                        .micro_batch = a.micro_batch,
                        .direction = a.direction};
@@ -254,7 +253,7 @@ void WorkloadDriver::try_launch_bucket(int stage) {
   for (const std::uint32_t comm : groups) {
     const auto id =
         engine_.launch(comm, {.op = CollOp::kAllReduce, .bytes = bytes}, sim_.now(), this);
-    owners_[id] = {.kind = Kind::kBucketReady, .server = static_cast<std::uint32_t>(stage)};
+    owners_[id] = {.purpose = Purpose::kDp, .server = static_cast<std::uint32_t>(stage)};
     ++result_.collectives;
   }
 }
@@ -275,27 +274,25 @@ void WorkloadDriver::on_collective_done(std::uint32_t id) {
   const Owner o = it->second;
   owners_.erase(it);
   const CollectiveResult& r = engine_.result(id);
-  switch (o.kind) {
-    case Kind::kTpAllReduce:
+  switch (o.purpose) {
+    case Purpose::kTp:
       tp_total_ms_ += (r.finish() - r.start).us() / 1e3;
       if (trace_)
         result_.trace.push_back(
             {"TP AllReduce", static_cast<int>(o.server), 1, r.start, r.finish() - r.start});
       sim_.schedule_at(r.finish(), advance_, o.server);
       return;
-    case Kind::kSend: {
+    case Purpose::kStageSend: {
       pp_send_total_ms_ += (r.finish() - r.start).us() / 1e3;
       const bool fwd = o.direction == kForward;
-      const std::size_t to = fwd ? o.server + static_cast<std::size_t>(replicas_)
-                                 : o.server - static_cast<std::size_t>(replicas_);
       if (trace_)
         result_.trace.push_back(
             {fmt::format("PP {} micro-batch {}", fwd ? "send" : "send back", o.micro_batch),
              static_cast<int>(o.server), 3, r.start, r.finish() - r.start});
-      deliver(to, o.direction, o.micro_batch, r.finish());
+      deliver(peer(o.server, o.direction), o.direction, o.micro_batch, r.finish());
       return;
     }
-    default:
+    case Purpose::kDp:
       break;
   }
   const int stage = static_cast<int>(o.server);

@@ -123,14 +123,20 @@ class WorkloadDriver final : public CollectiveListener {
     Time bucket_start{};
   };
   // What a running collective was launched for.
+  enum class Purpose { kTp, kStageSend, kDp };
   struct Owner {
-    Kind kind;
-    std::uint32_t server = 0;  // TP: its server; send: the sender; DP: the stage
+    Purpose purpose;
+    std::uint32_t server = 0;  // TP: its server; stage send: the sender; DP: the stage
     int micro_batch = 0;
     Direction direction = kForward;
   };
   std::vector<Action> stage_plan(int stage) const;
   int stage_of(std::size_t server) const { return static_cast<int>(server) / replicas_; }
+  // The same replica's server in the next stage (forward) or the previous one (backward).
+  std::size_t peer(std::size_t server, Direction d) const {
+    return d == kForward ? server + static_cast<std::size_t>(replicas_)
+                         : server - static_cast<std::size_t>(replicas_);
+  }
   void advance(std::uint64_t server);
   void try_launch_bucket(int stage);
   void wake_dp_waiters(int stage);
