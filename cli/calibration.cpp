@@ -139,8 +139,11 @@ void CalibrationParameter::set(Scenario& s, double v) const {
 
 std::vector<double> simulate_measurements(const Scenario& scenario,
                                           const std::vector<Measurement>& measurements) {
-  const Scenario& s = scenario;
-  const BuiltCluster cluster(s);
+  return simulate_measurements(scenario, BuiltCluster(scenario), measurements);
+}
+
+std::vector<double> simulate_measurements(const Scenario& s, const BuiltCluster& cluster,
+                                          const std::vector<Measurement>& measurements) {
   const int per_server = s.cluster.servers > 0 ? static_cast<int>(s.cluster.server.gpus.size()) : 1;
   const int servers = std::max(1, s.cluster.servers);
   std::vector<double> out;
@@ -183,11 +186,12 @@ Calibration calibrate(const Scenario& s, const std::vector<Measurement>& measure
   for (const auto& p : c.params) fp.push_back({p.key, p.get(s), p.min, p.max});
   std::vector<double> measured;
   for (const auto& m : measurements) measured.push_back(m.time_us);
+  const BuiltCluster cluster(s);  // the fitted parameters do not change the topology
   c.fit = validation::fit(fp, measured, [&](const std::vector<double>& v) {
     Scenario t = s;
     t.fidelity = Fidelity::kFlow;  // the efficiencies are flow-level parameters
     for (std::size_t i = 0; i < v.size(); ++i) c.params[i].set(t, v[i]);
-    return simulate_measurements(t, measurements);
+    return simulate_measurements(t, cluster, measurements);
   });
   return c;
 }
@@ -338,12 +342,13 @@ int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
   const auto& judged = parts.held.empty() ? parts.fit : parts.held;
   out << fmt::format("{:<20} {:>6} {:>12} {:>12} {:>12} {:>8}  {}\n", "binary", "ranks", "bytes",
                      "measured_us", "simulated_us", "error_%", "role");
-  const std::vector<double> sim_fit = simulate_measurements(s, parts.fit);
+  const BuiltCluster cluster(s);
+  const std::vector<double> sim_fit = simulate_measurements(s, cluster, parts.fit);
   std::vector<ValidationRow> rows;
   print_table(parts.fit, sim_fit, "fit", out, rows);
   std::vector<double> sim_held;
   if (!parts.held.empty()) {
-    sim_held = simulate_measurements(s, parts.held);
+    sim_held = simulate_measurements(s, cluster, parts.held);
     print_table(parts.held, sim_held, "held-out", out, rows);
   }
   const Errors e = errors(judged, parts.held.empty() ? sim_fit : sim_held);

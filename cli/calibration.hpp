@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/experiment.hpp"
 #include "loader/scenario.hpp"
 #include "models/nccl.hpp"
 #include "validation/fit.hpp"
@@ -57,6 +58,9 @@ std::vector<CalibrationParameter> calibration_parameters();
 
 // Simulated time (us) of each measurement on scenario `s` (at its fidelity).
 std::vector<double> simulate_measurements(const Scenario& s,
+                                          const std::vector<Measurement>& measurements);
+// The same on an already built cluster of `s` (a fit simulates many times).
+std::vector<double> simulate_measurements(const Scenario& s, const BuiltCluster& cluster,
                                           const std::vector<Measurement>& measurements);
 
 struct Calibration {

@@ -288,41 +288,41 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   std::string compare_html;
   compare->add_option("--html", compare_html, "Also write the comparison as an HTML report");
 
-  CalibrationCli cal_args, val_args, diag_args;
-  CLI::App* calibrate_cmd = app.add_subcommand(
+  // calibrate, validate, diagnose: one set of arguments (only one subcommand runs).
+  CalibrationCli measured;
+  const auto measurement_command = [&](const char* name, const char* what) {
+    CLI::App* cmd = app.add_subcommand(name, what);
+    cmd->add_option("--measurements", measured.measurements,
+                    "Folder of measurements (nccl-tests, perftest, nvidia-smi, ethtool outputs)")
+        ->required();
+    return cmd;
+  };
+  CLI::App* calibrate_cmd = measurement_command(
       "calibrate", "Fit model parameters to a cluster's measurements; write a calibration overlay");
-  calibrate_cmd
-      ->add_option("--measurements", cal_args.measurements,
-                   "Folder of measurements (nccl-tests, perftest, nvidia-smi, ethtool outputs)")
+  calibrate_cmd->add_option("--scenario", measured.scenario, "Scenario of the cluster (TOML)")
       ->required();
-  calibrate_cmd->add_option("--scenario", cal_args.scenario, "Scenario of the cluster (TOML)")
-      ->required();
-  calibrate_cmd->add_option("--out", cal_args.out, "Overlay to write (extends the scenario)");
-  CLI::App* validate_cmd = app.add_subcommand(
+  calibrate_cmd->add_option("--out", measured.out, "Overlay to write (extends the scenario)");
+  CLI::App* validate_cmd = measurement_command(
       "validate", "Simulate measured runs; print measured vs simulated and the error");
-  validate_cmd->add_option("--measurements", val_args.measurements, "Folder of measurements")
+  validate_cmd
+      ->add_option("--scenario", measured.scenario, "Scenario (TOML), e.g. a calibrated one")
       ->required();
   validate_cmd
-      ->add_option("--scenario", val_args.scenario, "Scenario (TOML), e.g. a calibrated one")
-      ->required();
-  validate_cmd
-      ->add_option("--holdout", val_args.holdout,
+      ->add_option("--holdout", measured.holdout,
                    "Fraction of each sweep held out: calibrate on the rest, judge on these")
       ->check(CLI::Range(0.0, 0.9));
   validate_cmd
-      ->add_option("--max-error", val_args.max_error,
+      ->add_option("--max-error", measured.max_error,
                    "Fail (exit 1) when the mean absolute error exceeds this many per cent")
       ->check(CLI::PositiveNumber);
-  validate_cmd->add_option("--report", val_args.report,
+  validate_cmd->add_option("--report", measured.report,
                            "Also write measured vs simulated as a self-contained HTML file");
   validate_cmd
-      ->add_option("--fidelity", val_args.fidelity, "packet or flow (overrides the scenario)")
+      ->add_option("--fidelity", measured.fidelity, "packet or flow (overrides the scenario)")
       ->check(CLI::IsMember({"packet", "flow"}));
-  CLI::App* diagnose_cmd = app.add_subcommand(
+  CLI::App* diagnose_cmd = measurement_command(
       "diagnose", "Name the bottleneck layer from a cluster's (or a simulation's) measurements");
-  diagnose_cmd->add_option("--measurements", diag_args.measurements, "Folder of measurements")
-      ->required();
-  diagnose_cmd->add_option("--scenario", diag_args.scenario,
+  diagnose_cmd->add_option("--scenario", measured.scenario,
                            "Scenario of the cluster, for its NVLink and link rates (optional)");
 
   std::vector<std::string> argv_storage{"fabricsim"};
@@ -348,9 +348,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return kExitOk;
     }
     if (*topo) return run_topo(topo_args, out, err);
-    if (*calibrate_cmd) return run_calibrate(cal_args, out, err);
-    if (*validate_cmd) return run_validate(val_args, out, err);
-    if (*diagnose_cmd) return run_diagnose(diag_args, out, err);
+    if (*calibrate_cmd) return run_calibrate(measured, out, err);
+    if (*validate_cmd) return run_validate(measured, out, err);
+    if (*diagnose_cmd) return run_diagnose(measured, out, err);
     if (app.got_subcommand("nccl-tests")) return run_nccl_tests_command(nccl_args, out, err);
     if (*compare) {
       LoadOptions options{.overrides = compare_overrides};

@@ -34,6 +34,17 @@ std::string escape(const std::string& s) {
   return out;
 }
 
+// The page up to its heading: one stylesheet for every report.
+std::string page_head(const std::string& title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
+         escape(title) +
+         "</title>\n<style>body{font-family:sans-serif;margin:24px;max-width:1100px}"
+         "table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #ccc;padding:"
+         "3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}svg.chart{"
+         "display:block;margin:8px 0 24px}</style></head><body>\n<h1>" +
+         escape(title) + "</h1>\n";
+}
+
 const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                           "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 
@@ -159,12 +170,7 @@ double metric(const RunResult& r, const std::string& name, double fallback = -1)
 
 std::string html_report(const std::vector<Scenario>& scenarios,
                         const std::vector<RunResult>& results) {
-  std::string out =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>fabricsim "
-      "report</title>\n<style>body{font-family:sans-serif;margin:24px;max-width:1100px}"
-      "table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #ccc;padding:3px "
-      "8px;text-align:right}th:first-child,td:first-child{text-align:left}svg.chart{display:"
-      "block;margin:8px 0 24px}</style></head><body>\n<h1>fabricsim report</h1>\n";
+  std::string out = page_head("fabricsim report");
   for (const auto& s : scenarios)
     out += fmt::format("<p><b>{}</b>: {}</p>\n", escape(s.name), escape(s.description));
 
@@ -263,12 +269,7 @@ std::string html_report(const std::vector<Scenario>& scenarios,
 namespace fabricsim {
 
 std::string validation_html(const std::string& title, const std::vector<ValidationRow>& rows) {
-  std::string out = fmt::format(
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n"
-      "<style>body{{font-family:sans-serif;margin:24px;max-width:1100px}}table{{border-collapse:"
-      "collapse;margin:8px 0 24px}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}"
-      "svg.chart{{display:block;margin:8px 0 24px}}</style></head><body>\n<h1>{}</h1>\n",
-      escape(title), escape(title));
+  std::string out = page_head(title);
   std::vector<std::string> order;
   std::map<std::string, std::pair<Series, Series>> charts;
   for (const auto& r : rows) {
