@@ -266,15 +266,10 @@ class CollectiveEngine::Builder {
     ops_[s].push_back(static_cast<std::uint32_t>(run_.ops.size() - 1));
   }
 
-  // SendRecv: rank r sends S to r+1. AllToAll: S/n from every rank to every other. A single
-  // rank: one local copy.
+  // SendRecv: rank r sends S to r+1. AllToAll: S/n from every rank to every other. (A single
+  // rank always runs streamed: see launch.)
   void point_to_point(const CollectiveRequest& req) {
     const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
-    if (n == 1) {
-      op(stream(0), {}, {}, req.bytes, false);
-      commit();
-      return;
-    }
     const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
     for (const auto& [a, b] : pairs(req)) {
       const std::uint32_t s = stream(a), r = stream(b);
@@ -455,7 +450,7 @@ class CollectiveEngine::Builder {
   // its bytes at the sender's common rate, capped by a pair's send and receive blocks.
   void stream_point_to_point(const CollectiveRequest& req) {
     const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
-    if (n == 1) return;  // a copy inside one GPU: launch latency only
+    if (n == 1) return;  // a copy inside one GPU, timed by launch
     const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
     const auto all = pairs(req);
     for (std::size_t i = 0; i < all.size();) {
@@ -572,16 +567,22 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
   const auto n = comms_[comm].layout.ranks.size();
   r.rank_finish.assign(n, at);
   run.sizing = step_sizing(req.op, r.algo, r.proto, cfg_);
-  r.streamed =
-      port_.pipelines() &&
-      (exec_.granularity == Granularity::kStreams ||
-       (exec_.granularity == Granularity::kAuto && primitives(run, req) > exec_.stream_above));
+  // One rank: NCCL moves nothing between GPUs; it copies the send buffer into the receive
+  // buffer (cudaMemcpyAsync device to device), which reads and writes HBM once each:
+  //   t = launch + 2 x bytes / hbm  (hbm counts reads and writes together),
+  // the whole GPU's copy rate, not one channel's. It runs as an empty streamed plan.
+  Time local_copy{};
+  if (n == 1 && gpu_.hbm.bps() > 0)
+    local_copy = tx_time(Bytes(static_cast<Bytes::rep>(2 * req.bytes)), gpu_.hbm);
+  r.streamed = n == 1 || (port_.pipelines() && (exec_.granularity == Granularity::kStreams ||
+                                                (exec_.granularity == Granularity::kAuto &&
+                                                 primitives(run, req) > exec_.stream_above)));
   Builder(*this, run, comms_[comm].layout, r.channels).build(req, r.streamed);
   run.op_done.assign(run.ops.size(), false);
   run.streams_left = static_cast<std::uint32_t>(run.streams.size());
   const Time launch = Time::from_ps(static_cast<Time::rep>(
       std::llround(cfg_.launch_latency_us[static_cast<int>(r.proto)] * 1e6)));
-  sim_.schedule_at(at + launch, start_, id);
+  sim_.schedule_at(at + launch + local_copy, start_, id);
   return id;
 }
 
