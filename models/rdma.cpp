@@ -24,6 +24,7 @@ RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, MessageLog& log, std::dequ
       line_bps_(static_cast<double>(port.rate.bps())),
       port_(sim, pool, name + ".nic", port),
       start_(sim.bind<&RdmaNic::on_message_start>(*this)),
+      wire_start_(sim.bind<&RdmaNic::on_wire_start>(*this)),
       wakeup_(sim.bind<&RdmaNic::on_wakeup>(*this)),
       timer_(sim.bind<&RdmaNic::on_timer>(*this)),
       rx_bytes_(sim.probes().counter(name + ".rx_payload_bytes")),
@@ -71,6 +72,15 @@ void RdmaNic::set_rate(QueuePair& qp, double bps) {
 
 void RdmaNic::on_message_start(std::uint64_t id) {
   if (host_ != nullptr && host_->transfer_local(id)) return;
+  if (!tcp() && cfg_.message_overhead > Time::zero()) {
+    // Every message waits the same time, so a QP's messages keep their order.
+    sim_.schedule_in(cfg_.message_overhead, wire_start_, id);
+    return;
+  }
+  on_wire_start(id);
+}
+
+void RdmaNic::on_wire_start(std::uint64_t id) {
   Message& m = log_[id];
   const std::uint64_t q = m.connection;
   QueuePair& qp = qps_[q];
