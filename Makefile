@@ -51,7 +51,7 @@ fuzz:
 	@scripts/install-deps.sh clang libclang-rt-dev
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABRICSIM_FUZZ=ON
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_scenario fuzz_units fuzz_nccl_tests \
-	  fuzz_perftest fuzz_nvidia_smi fuzz_ethtool fuzz_nccl_log fuzz_nccl_xml
+	  fuzz_perftest fuzz_nvidia_smi fuzz_ethtool fuzz_nccl_log fuzz_nccl_xml fuzz_harness_json
 	scripts/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 format:

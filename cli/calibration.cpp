@@ -39,6 +39,13 @@ std::string binary_of(const validation::NcclTestsOutput& o, const std::filesyste
 
 }  // namespace
 
+std::string perftest_latency_binary(const std::string& test) {
+  if (test.find("Lat") == std::string::npos) return {};
+  if (test.find("Write") != std::string::npos) return "ib_write_lat";
+  if (test.find("Send") != std::string::npos) return "ib_send_lat";
+  return {};
+}
+
 MeasurementSet load_measurements(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir))
     throw std::invalid_argument(fmt::format("{}: not a folder of measurements", dir.string()));
@@ -47,10 +54,59 @@ MeasurementSet load_measurements(const std::filesystem::path& dir) {
     if (e.is_regular_file()) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   MeasurementSet set;
+  // Rows of fabricsim-bench JSON: kept apart until the end, since the harness writes the same
+  // rows as nccl-tests text beside it (--out-dir).
+  std::vector<Measurement> json_rows;
+  const auto add_perftest = [&](const validation::PerftestOutput& o, const std::string& name) {
+    if (!o.latency) {
+      double peak = 0;
+      for (const auto& r : o.rows) peak = std::max(peak, r.bw_avg_gbps);
+      set.rdma_gbps.emplace_back(name, peak);
+    } else if (const std::string binary = perftest_latency_binary(o.test); !binary.empty()) {
+      // One-way latency rows (typical: the median), simulated as one RDMA message.
+      for (const auto& r : o.rows)
+        set.collectives.push_back({fmt::format("{}:{}", name, r.line), binary, CollOp::kSendRecv, 2,
+                                   r.bytes, r.t_typical});
+    } else {
+      set.notes.push_back(
+          fmt::format("{}: {}: not used: only write and send latencies are "
+                      "one RDMA message each",
+                      name, o.test));
+    }
+    set.notes.push_back(fmt::format("{}: {} ({} rows)", name, o.test, o.rows.size()));
+  };
   for (const auto& f : files) {
     const std::string text = read_text(f);
     const std::string name = f.string();
-    if (validation::looks_like_nccl_tests(text)) {
+    const std::string tool = validation::harness_json_tool(text);
+    if (tool == "fabricsim-bench") {
+      const bench::Report r = validation::parse_bench_json(text, name);
+      std::size_t used = 0;
+      for (std::size_t i = 0; i < r.collectives.size(); ++i) {
+        const auto& c = r.collectives[i];
+        const std::string binary = c.op + "_perf";
+        const auto op = parse_perf_binary(binary);
+        if (!op) {
+          set.notes.push_back(
+              fmt::format("{}: collectives[{}]: skipped: unknown op '{}'", name, i, c.op));
+          continue;
+        }
+        if (c.wrong > 0) {
+          set.notes.push_back(fmt::format("{}: collectives[{}]: skipped: {} wrong result elements",
+                                          name, i, c.wrong));
+          continue;
+        }
+        json_rows.push_back({fmt::format("{}:collectives[{}]", name, i), binary, *op, r.ranks(),
+                             c.bytes, c.time_us});
+        ++used;
+      }
+      if (r.micro) set.micro.emplace_back(name, *r.micro);
+      set.notes.push_back(fmt::format("{}: fabricsim-bench on {} x {} ({} ranks), {} rows{}", name,
+                                      r.processes, r.device, r.ranks(), used,
+                                      r.micro ? ", single-GPU micro figures" : ""));
+    } else if (tool == "fabricsim-verbs-bench") {
+      add_perftest(validation::parse_verbs_bench_json(text, name), name);
+    } else if (validation::looks_like_nccl_tests(text)) {
       const auto o = validation::parse_nccl_tests(text, name);
       const std::string binary = binary_of(o, f);
       const auto op = parse_perf_binary(binary);
@@ -63,19 +119,20 @@ MeasurementSet load_measurements(const std::filesystem::path& dir) {
         set.notes.push_back(fmt::format("{}: skipped: no '#  Rank' lines, so no rank count", name));
         continue;
       }
-      for (const auto& r : o.rows)
+      std::size_t used = 0;
+      for (const auto& r : o.rows) {
+        if (r.wrong[0].value_or(0) > 0) {
+          set.notes.push_back(
+              fmt::format("{}:{}: skipped: {} wrong result elements", name, r.line, *r.wrong[0]));
+          continue;
+        }
         set.collectives.push_back(
             {fmt::format("{}:{}", name, r.line), binary, *op, o.ranks, r.bytes, r.time_us[0]});
-      set.notes.push_back(
-          fmt::format("{}: {} on {} ranks, {} sizes", name, binary, o.ranks, o.rows.size()));
-    } else if (validation::looks_like_perftest(text)) {
-      const auto o = validation::parse_perftest(text, name);
-      if (!o.latency) {
-        double peak = 0;
-        for (const auto& r : o.rows) peak = std::max(peak, r.bw_avg_gbps);
-        set.rdma_gbps.emplace_back(name, peak);
+        ++used;
       }
-      set.notes.push_back(fmt::format("{}: {} ({} rows)", name, o.test, o.rows.size()));
+      set.notes.push_back(fmt::format("{}: {} on {} ranks, {} sizes", name, binary, o.ranks, used));
+    } else if (validation::looks_like_perftest(text)) {
+      add_perftest(validation::parse_perftest(text, name), name);
     } else if (validation::looks_like_nvidia_smi_topo(text)) {
       TopoMatrix t;
       try {
@@ -106,33 +163,167 @@ MeasurementSet load_measurements(const std::filesystem::path& dir) {
       set.notes.push_back(fmt::format("{}: skipped: not a format fabricsim reads", name));
     }
   }
+  // A JSON row counts only for a series (binary, ranks) no nccl-tests text holds.
+  std::set<std::pair<std::string, int>> text_series;
+  for (const auto& m : set.collectives) text_series.emplace(m.binary, m.ranks);
+  std::size_t duplicates = 0;
+  for (auto& m : json_rows) {
+    if (text_series.count({m.binary, m.ranks}) > 0)
+      ++duplicates;
+    else
+      set.collectives.push_back(std::move(m));
+  }
+  if (duplicates > 0)
+    set.notes.push_back(fmt::format(
+        "{} fabricsim-bench JSON rows not used: their series are read from nccl-tests text",
+        duplicates));
   return set;
 }
 
 // ---------------------------------------------------------------- parameters
 
+namespace {
+
+constexpr const char* kProtos[] = {"ll", "ll128", "simple"};  // NcclConfig's protocol order
+constexpr const char* kLinks[] = {"nvlink", "pcie", "net"};   // and link-class order
+
+// The [nccl] table's latency a key names: launch_latency.<proto> or step_latency.<proto>_<link>
+// (const or not, as the config).
+template <class Config>
+auto nccl_latency(Config& c, const std::string& key) -> decltype(&c.launch_latency_us[0]) {
+  for (int p = 0; p < 3; ++p) {
+    if (key == fmt::format("nccl.launch_latency.{}", kProtos[p])) return &c.launch_latency_us[p];
+    for (int l = 0; l < 3; ++l)
+      if (key == fmt::format("nccl.step_latency.{}_{}", kProtos[p], kLinks[l]))
+        return &c.step_latency_us[p][l];
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// Per link class: the flow level's bandwidth efficiency (beta) and NCCL's step latency per
+// protocol (alpha, the tuner's hwLat); per protocol the launch latency. Step latencies over
+// PCIe are left out: nccl-tests on NVLink servers never step over PCIe alone.
 std::vector<CalibrationParameter> calibration_parameters() {
-  return {{"flow.efficiency_nvlink", 0.05, 1.0, false},
-          {"flow.efficiency_network", 0.05, 1.0, false},
-          {"nccl.launch_latency.ll", 0.1, 1000, true},
-          {"nccl.launch_latency.ll128", 0.1, 1000, true},
-          {"nccl.launch_latency.simple", 0.1, 1000, true}};
+  std::vector<CalibrationParameter> out = {{"flow.efficiency_nvlink", 0.05, 1.0, false},
+                                           {"flow.efficiency_network", 0.05, 1.0, false}};
+  for (const char* p : kProtos)
+    out.push_back({fmt::format("nccl.launch_latency.{}", p), 0.1, 1000, true});
+  for (const char* p : kProtos)
+    for (const char* l : {"nvlink", "net"})
+      out.push_back({fmt::format("nccl.step_latency.{}_{}", p, l), 0.01, 1000, true});
+  // From 0 by default: the fit starts at 1 us (it works on the parameter's logarithm).
+  out.push_back({"nic.message_overhead", 0.01, 100, true, 1.0});
+  return out;
+}
+
+// The step latencies only separate from the launch latency with sweeps at several rank counts
+// on each link class (the time of a small operation is launch + steps x step latency, and the
+// steps grow with the ranks): they are fitted when asked for.
+std::vector<CalibrationParameter> calibration_parameters(const std::vector<std::string>& keys,
+                                                         bool rdma_latency_rows) {
+  const auto all = calibration_parameters();
+  if (keys.empty()) {
+    std::vector<CalibrationParameter> out(all.begin(), all.begin() + 5);
+    if (rdma_latency_rows) out.push_back(all.back());
+    return out;
+  }
+  if (keys.size() == 1 && keys.front() == "all") return all;
+  std::vector<CalibrationParameter> out;
+  for (const auto& k : keys) {
+    const auto it = std::find_if(all.begin(), all.end(), [&](const auto& p) { return p.key == k; });
+    if (it == all.end()) {
+      std::string known;
+      for (const auto& p : all) known += " " + p.key;
+      throw std::invalid_argument(
+          fmt::format("--fit: unknown parameter '{}' (known: all{})", k, known));
+    }
+    if (std::none_of(out.begin(), out.end(), [&](const auto& p) { return p.key == k; }))
+      out.push_back(*it);
+  }
+  return out;
 }
 
 double CalibrationParameter::get(const Scenario& s) const {
   if (key == "flow.efficiency_nvlink") return s.flow_efficiency.nvlink;
   if (key == "flow.efficiency_network") return s.flow_efficiency.network;
-  if (key == "nccl.launch_latency.ll") return s.nccl.launch_latency_us[0];
-  if (key == "nccl.launch_latency.ll128") return s.nccl.launch_latency_us[1];
-  return s.nccl.launch_latency_us[2];
+  if (const double* v = nccl_latency(s.nccl, key)) return *v;
+  if (key == "nic.message_overhead") return s.network.nic.message_overhead.us();
+  throw std::logic_error("unknown calibration parameter " + key);
 }
 
 void CalibrationParameter::set(Scenario& s, double v) const {
-  if (key == "flow.efficiency_nvlink") s.flow_efficiency.nvlink = v;
-  if (key == "flow.efficiency_network") s.flow_efficiency.network = v;
-  if (key == "nccl.launch_latency.ll") s.nccl.launch_latency_us[0] = v;
-  if (key == "nccl.launch_latency.ll128") s.nccl.launch_latency_us[1] = v;
-  if (key == "nccl.launch_latency.simple") s.nccl.launch_latency_us[2] = v;
+  if (key == "flow.efficiency_nvlink") {
+    s.flow_efficiency.nvlink = v;
+  } else if (key == "flow.efficiency_network") {
+    s.flow_efficiency.network = v;
+  } else if (double* p = nccl_latency(s.nccl, key)) {
+    *p = v;
+  } else if (key == "nic.message_overhead") {
+    s.network.nic.message_overhead = Time::from_ps(static_cast<Time::rep>(std::llround(v * 1e6)));
+  } else {
+    throw std::logic_error("unknown calibration parameter " + key);
+  }
+}
+
+// ---------------------------------------------------------------- direct estimates
+
+void DirectEstimate::apply(Scenario& s) const {
+  if (key == "flow.efficiency_pcie") s.flow_efficiency.pcie = value;
+  if (key == "nccl.gpu_hbm")
+    s.gpu.hbm = Bandwidth::from_bps(static_cast<Bandwidth::rep>(std::llround(value * 8e9)));
+}
+
+std::string DirectEstimate::toml_value() const {
+  return key == "nccl.gpu_hbm" ? fmt::format("\"{:.1f}GB/s\"", value)
+                               : fmt::format("{:.5f}", value);
+}
+
+std::vector<DirectEstimate> direct_estimates(const Scenario& s, const MeasurementSet& set,
+                                             std::vector<std::string>& notes) {
+  std::vector<DirectEstimate> out;
+  if (set.micro.empty()) return out;
+  double h2d = 0, d2h = 0, d2d = 0;
+  std::string files;
+  for (const auto& [file, m] : set.micro) {
+    h2d += m.h2d_gbs;
+    d2h += m.d2h_gbs;
+    d2d += m.d2d_gbs;
+    files += (files.empty() ? "" : ", ") + file;
+  }
+  const auto n = static_cast<double>(set.micro.size());
+  h2d /= n;
+  d2h /= n;
+  d2d /= n;
+  // HBM: a device-to-device copy reads and writes every byte.
+  if (d2d > 0)
+    out.push_back({"nccl.gpu_hbm", 2 * d2d,
+                   fmt::format("2 x device-to-device copy {:.1f} GB/s ({})", d2d, files)});
+  // PCIe: a pinned host copy crosses the GPU's link and, under a PCIe switch, its uplink; the
+  // flow level moves it at the slower one's payload rate times the efficiency.
+  if (s.cluster.servers <= 0 || s.cluster.server.gpus.empty()) {
+    notes.push_back("micro: no PCIe efficiency: the scenario has no server model");
+    return out;
+  }
+  const ServerSpec& sv = s.cluster.server;
+  Bandwidth path = sv.gpu_pcie.rate();
+  if (sv.gpus.front().pcie_switch >= 0) path = std::min(path, sv.uplink_pcie.rate());
+  const double path_gbs = static_cast<double>(path.bps()) / 8e9;
+  const double copy = (h2d + d2h) / 2;
+  if (copy > path_gbs) {
+    notes.push_back(fmt::format(
+        "micro: host copies ({:.1f} GB/s) exceed the scenario's PCIe path ({:.1f} GB/s): its "
+        "PCIe generation or width is not the measured machine's; efficiency not set",
+        copy, path_gbs));
+  } else if (copy > 0) {
+    out.push_back(
+        {"flow.efficiency_pcie", std::max(0.01, copy / path_gbs),
+         fmt::format("host copies h2d {:.1f}, d2h {:.1f} GB/s over a {:.1f} GB/s PCIe "
+                     "Gen{} x{} path ({})",
+                     h2d, d2h, path_gbs, sv.gpu_pcie.generation, sv.gpu_pcie.width, files)});
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- simulation
@@ -153,6 +344,11 @@ std::vector<double> simulate_measurements(const Scenario& s, const BuiltCluster&
     const auto key = std::make_tuple(m.binary, m.ranks, m.bytes);
     if (const auto it = done.find(key); it != done.end()) {
       out.push_back(it->second);
+      continue;
+    }
+    if (m.binary.starts_with("ib_")) {
+      done[key] = rdma_message_latency_us(s, cluster, m.bytes);
+      out.push_back(done[key]);
       continue;
     }
     NcclTestsArgs a;
@@ -179,11 +375,38 @@ std::vector<double> simulate_measurements(const Scenario& s, const BuiltCluster&
   return out;
 }
 
-Calibration calibrate(const Scenario& s, const std::vector<Measurement>& measurements) {
+double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster,
+                               std::uint64_t bytes) {
+  const auto endpoints = cluster.topology.endpoints().size();
+  // The first NIC of the second server (or, without server models, the last endpoint).
+  const std::size_t dst = s.cluster.servers >= 2 ? s.cluster.server.nics.size() : endpoints - 1;
+  if (endpoints < 2 || dst == 0 || dst >= endpoints)
+    throw std::invalid_argument(
+        "RDMA latency rows need two NICs on different servers in the scenario");
+  Simulation sim(s.seed);
+  FabricBackend fabric(sim, s, cluster);
+  Message m;
+  m.src = 0;
+  m.dst = static_cast<std::uint32_t>(dst);
+  m.size = Bytes(static_cast<Bytes::rep>(bytes));
+  const std::uint64_t id = fabric.port().post(m);
+  sim.run();
+  const Message& done = fabric.port().message(id);  // the only message: its slot is not reused
+  if (!done.complete())
+    throw std::runtime_error(fmt::format("the simulated {} B RDMA write did not complete", bytes));
+  return (done.finish - done.start).us();
+}
+
+Calibration calibrate(const Scenario& s, const std::vector<Measurement>& measurements,
+                      const std::vector<std::string>& keys) {
   Calibration c;
-  c.params = calibration_parameters();
+  const bool rdma_rows =
+      std::any_of(measurements.begin(), measurements.end(),
+                  [](const Measurement& m) { return m.binary.starts_with("ib_"); });
+  c.params = calibration_parameters(keys, rdma_rows);
   std::vector<validation::FitParameter> fp;
-  for (const auto& p : c.params) fp.push_back({p.key, p.get(s), p.min, p.max});
+  for (const auto& p : c.params)
+    fp.push_back({p.key, p.get(s) >= p.min ? p.get(s) : p.start, p.min, p.max});
   std::vector<double> measured;
   for (const auto& m : measurements) measured.push_back(m.time_us);
   const BuiltCluster cluster(s);  // the fitted parameters do not change the topology
@@ -203,13 +426,20 @@ std::string calibration_overlay(const Calibration& c, const std::filesystem::pat
   std::string text = fmt::format(
       "# Written by `fabricsim calibrate` from {} ({} nccl-tests rows; fit: rms relative error "
       "{:.2f} %, {} iterations).\n# Uncertainties are 1 sigma, relative. Values apply at flow "
-      "level (fidelity = \"flow\"); launch latencies at both levels.\n",
+      "level (fidelity = \"flow\"); launch latencies and HBM at both levels.\n",
       from, rows, c.fit.rms * 100, c.fit.iterations);
   text += fmt::format("extends = \"{}\"\nfidelity = \"flow\"\n",
                       std::filesystem::relative(std::filesystem::absolute(scenario),
                                                 std::filesystem::absolute(base))
                           .generic_string());
-  std::string flow, launch, fixed;
+  // Lines per table ("flow", "nccl", "nccl.launch_latency": a parent table before its child).
+  std::map<std::string, std::string> tables;
+  const auto add = [&](const std::string& key, const std::string& line) {
+    const auto dot = key.rfind('.');
+    tables[key.substr(0, dot)] += key.substr(dot + 1) + " = " + line + "\n";
+  };
+  for (const auto& d : c.direct) add(d.key, d.toml_value() + "  # direct: " + d.evidence);
+  std::string fixed;
   for (std::size_t i = 0; i < c.params.size(); ++i) {
     const auto& p = c.params[i];
     const double v = c.fit.values[i];
@@ -217,18 +447,14 @@ std::string calibration_overlay(const Calibration& c, const std::filesystem::pat
       fixed += " " + p.key;
       continue;
     }
-    const std::string leaf = p.key.substr(p.key.rfind('.') + 1);
-    const std::string line = p.time_us ? fmt::format("{} = \"{:.4f}us\"  # +- {:.2f} %\n", leaf, v,
-                                                     c.fit.rel_std_error[i] * 100)
-                                       : fmt::format("{} = {:.5f}  # +- {:.2f} %\n", leaf, v,
-                                                     c.fit.rel_std_error[i] * 100);
-    (p.key.starts_with("flow.") ? flow : launch) += line;
+    const double err = c.fit.rel_std_error[i] * 100;
+    add(p.key, p.time_us ? fmt::format("\"{:.4f}us\"  # +- {:.2f} %", v, err)
+                         : fmt::format("{:.5f}  # +- {:.2f} %", v, err));
   }
   if (!fixed.empty())
     text +=
         fmt::format("# Not identifiable from these measurements (left as they were):{}\n", fixed);
-  if (!flow.empty()) text += "\n[flow]\n" + flow;
-  if (!launch.empty()) text += "\n[nccl.launch_latency]\n" + launch;
+  for (const auto& [table, lines] : tables) text += fmt::format("\n[{}]\n{}", table, lines);
   return text;
 }
 
@@ -291,15 +517,30 @@ static MeasurementSet collective_measurements(const CalibrationCli& c, std::ostr
   MeasurementSet set = load_measurements(c.measurements);
   for (const auto& n : set.notes) err << "  " << n << '\n';
   if (set.collectives.empty())
-    throw std::invalid_argument(
-        fmt::format("{}: no nccl-tests outputs among the measurements", c.measurements));
+    throw std::invalid_argument(fmt::format(
+        "{}: no nccl-tests or perftest latency outputs among the measurements", c.measurements));
   return set;
+}
+
+// The scenario with the measurements' direct estimates applied (listed on `out`).
+static std::vector<DirectEstimate> apply_direct_estimates(Scenario& s, const MeasurementSet& set,
+                                                          std::ostream& out, std::ostream& err) {
+  std::vector<std::string> notes;
+  const auto direct = direct_estimates(s, set, notes);
+  for (const auto& n : notes) err << "  " << n << '\n';
+  for (const auto& d : direct) {
+    out << fmt::format("{:<28} {:>12} (direct: {})\n", d.key, d.toml_value(), d.evidence);
+    d.apply(s);
+  }
+  return direct;
 }
 
 int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
   const MeasurementSet set = collective_measurements(c, err);
-  const Scenario s = load_scenario(c.scenario);
-  const Calibration cal = calibrate(s, set.collectives);
+  Scenario s = load_scenario(c.scenario);
+  const auto direct = apply_direct_estimates(s, set, out, err);
+  Calibration cal = calibrate(s, set.collectives, c.fit);
+  cal.direct = direct;
   out << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", "parameter", "before", "fitted", "+- (1s)");
   for (std::size_t i = 0; i < cal.params.size(); ++i) {
     const auto& p = cal.params[i];
@@ -332,8 +573,9 @@ int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
   if (!c.fidelity.empty()) s.fidelity = c.fidelity == "flow" ? Fidelity::kFlow : Fidelity::kPacket;
   const Split parts = split(set.collectives, c.holdout);
   if (!parts.held.empty()) {
+    apply_direct_estimates(s, set, err, err);
     // Fit on the rest, then judge on what the fit did not see.
-    const Calibration cal = calibrate(s, parts.fit);
+    const Calibration cal = calibrate(s, parts.fit, c.fit);
     for (std::size_t i = 0; i < cal.params.size(); ++i) cal.params[i].set(s, cal.fit.values[i]);
     s.fidelity = Fidelity::kFlow;
     err << fmt::format("  calibrated on {} rows, holding out {}\n", parts.fit.size(),

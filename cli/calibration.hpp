@@ -8,7 +8,8 @@
 // (`flow.efficiency_nvlink`, `flow.efficiency_network`) and NCCL's launch latency per protocol
 // (`nccl.launch_latency.*`). It simulates every measured (binary, ranks, size) at flow level on
 // the scenario's cluster, rank count mapped as the measurement ran (n <= GPUs per server: one
-// server; else whole servers), and writes an overlay that `extends` the scenario.
+// server; else whole servers), and writes an overlay that `extends` the scenario. Parameters a
+// single measurement gives directly (DirectEstimate) are set before the fit.
 
 #include <cstdint>
 #include <filesystem>
@@ -20,12 +21,15 @@
 #include "loader/scenario.hpp"
 #include "models/nccl.hpp"
 #include "validation/fit.hpp"
+#include "validation/harness/bench_report.hpp"
 
 namespace fabricsim {
 
+// One measured row: an nccl-tests size, or a perftest latency size (binary "ib_write_lat" or
+// "ib_send_lat", ranks 2, time the typical one-way latency).
 struct Measurement {
   std::string source;  // file:line
-  std::string binary;  // "all_reduce_perf"
+  std::string binary;  // "all_reduce_perf", "ib_write_lat"
   CollOp op = CollOp::kAllReduce;
   int ranks = 0;
   std::uint64_t bytes = 0;
@@ -40,6 +44,8 @@ struct MeasurementSet {
   std::vector<std::pair<std::string, double>> rdma_gbps;
   std::vector<std::pair<std::string, std::uint64_t>> pause_frames;
   std::vector<std::string> topology_findings;
+  // fabricsim-bench --micro figures per JSON file: PCIe copy bandwidth, HBM copy, launch.
+  std::vector<std::pair<std::string, bench::Micro>> micro;
 };
 
 // Reads every regular file of `dir` (sorted by name) that one of the parsers recognises.
@@ -51,10 +57,26 @@ struct CalibrationParameter {
   std::string key;  // scenario key, e.g. "flow.efficiency_network"
   double min = 0, max = 0;
   bool time_us = false;  // written as a time ("9.1us") rather than a number
+  double start = 0;      // where the fit starts when the scenario's value is below min
   double get(const Scenario& s) const;
   void set(Scenario& s, double v) const;
 };
+// "ib_write_lat" / "ib_send_lat" for a perftest latency test's title, else "" (RDMA read
+// latency is a request and a response: not a single message).
+std::string perftest_latency_binary(const std::string& test);
+
+// One-way time (us) of one RDMA write of `bytes` from the first NIC of the first server to the
+// first NIC of the second, GPU memory to GPU memory (as ib_write_lat --use_cuda), alone on the
+// fabric, at the scenario's fidelity.
+double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes);
+
+// Every parameter calibration can fit.
 std::vector<CalibrationParameter> calibration_parameters();
+// Those named (`--fit`): empty, the default set (efficiencies and launch latencies); "all";
+// else the listed keys. Throws std::invalid_argument naming an unknown key.
+// The default set adds nic.message_overhead when there are RDMA latency rows to fit it to.
+std::vector<CalibrationParameter> calibration_parameters(const std::vector<std::string>& keys,
+                                                         bool rdma_latency_rows = false);
 
 // Simulated time (us) of each measurement on scenario `s` (at its fidelity).
 std::vector<double> simulate_measurements(const Scenario& s,
@@ -63,11 +85,28 @@ std::vector<double> simulate_measurements(const Scenario& s,
 std::vector<double> simulate_measurements(const Scenario& s, const BuiltCluster& cluster,
                                           const std::vector<Measurement>& measurements);
 
+// A parameter read off one measurement rather than fitted: fabricsim-bench's single-GPU
+// figures give the PCIe copy efficiency (h2d/d2h against the GPU's PCIe path rate) and the
+// effective HBM bandwidth (2 x the device-to-device copy rate: it reads and writes each byte).
+struct DirectEstimate {
+  std::string key;  // "flow.efficiency_pcie", "nccl.gpu_hbm"
+  double value = 0;
+  std::string evidence;
+  void apply(Scenario& s) const;
+  std::string toml_value() const;  // as the overlay writes it
+};
+// The estimates the measurements allow on this scenario; what they do not allow, and why, is
+// added to `notes`.
+std::vector<DirectEstimate> direct_estimates(const Scenario& s, const MeasurementSet& set,
+                                             std::vector<std::string>& notes);
+
 struct Calibration {
+  std::vector<DirectEstimate> direct;  // applied before the fit
   std::vector<CalibrationParameter> params;
   validation::FitResult fit;
 };
-Calibration calibrate(const Scenario& s, const std::vector<Measurement>& measurements);
+Calibration calibrate(const Scenario& s, const std::vector<Measurement>& measurements,
+                      const std::vector<std::string>& keys = {});
 // The overlay file: `extends` the scenario, the fitted values with their uncertainty.
 std::string calibration_overlay(const Calibration& c, const std::filesystem::path& scenario,
                                 const std::filesystem::path& out, std::size_t rows,
@@ -76,6 +115,7 @@ std::string calibration_overlay(const Calibration& c, const std::filesystem::pat
 struct CalibrationCli {
   std::string measurements, scenario, out = "calibrated.toml", fidelity, report;
   double holdout = 0, max_error = 0;
+  std::vector<std::string> fit;  // --fit: parameter keys (calibration_parameters)
 };
 int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err);
 int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err);

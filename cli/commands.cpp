@@ -302,6 +302,11 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   calibrate_cmd->add_option("--scenario", measured.scenario, "Scenario of the cluster (TOML)")
       ->required();
   calibrate_cmd->add_option("--out", measured.out, "Overlay to write (extends the scenario)");
+  const char* fit_help =
+      "Parameters to fit, comma-separated, or 'all' (default: flow.efficiency_nvlink, "
+      "flow.efficiency_network, nccl.launch_latency.*; also "
+      "nccl.step_latency.<proto>_<nvlink|net>)";
+  calibrate_cmd->add_option("--fit", measured.fit, fit_help)->delimiter(',');
   CLI::App* validate_cmd = measurement_command(
       "validate", "Simulate measured runs; print measured vs simulated and the error");
   validate_cmd
@@ -315,6 +320,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       ->add_option("--max-error", measured.max_error,
                    "Fail (exit 1) when the mean absolute error exceeds this many per cent")
       ->check(CLI::PositiveNumber);
+  validate_cmd->add_option("--fit", measured.fit, fit_help)->delimiter(',');
   validate_cmd->add_option("--report", measured.report,
                            "Also write measured vs simulated as a self-contained HTML file");
   validate_cmd

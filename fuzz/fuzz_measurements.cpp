@@ -26,6 +26,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)(o.pause_frames() + o.ecn_marked() + o.cnp());
 #elif FUZZ_FORMAT == 5
     (void)parse_nccl_debug_log(text, source);
+#elif FUZZ_FORMAT == 7
+    if (harness_json_tool(text) == "fabricsim-verbs-bench")
+      (void)parse_verbs_bench_json(text, source);
+    else
+      (void)parse_bench_json(text, source);
 #endif
   } catch (const ParseError&) {
   }

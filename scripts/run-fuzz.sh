@@ -5,7 +5,7 @@
 set -euo pipefail
 build=${1:-build-fuzz}
 seconds=${2:-60}
-formats="nccl_tests perftest nvidia_smi ethtool nccl_log nccl_xml"
+formats="nccl_tests perftest nvidia_smi ethtool nccl_log nccl_xml harness_json"
 mkdir -p fuzz-corpus/scenario fuzz-corpus/units fuzz-corpus/crashes
 for f in $formats; do mkdir -p "fuzz-corpus/$f"; done
 cp tests/data/validation/nccl_tests_* fuzz-corpus/nccl_tests/
@@ -13,6 +13,7 @@ cp tests/data/validation/ib_* fuzz-corpus/perftest/
 cp tests/data/validation/nvidia_smi_* fuzz-corpus/nvidia_smi/
 cp tests/data/validation/ethtool_* fuzz-corpus/ethtool/
 cp tests/data/validation/nccl_debug* fuzz-corpus/nccl_log/
+cp tests/data/validation/*.json fuzz-corpus/harness_json/
 find scenarios tests/data -name '*.xml' -exec cp {} fuzz-corpus/nccl_xml/ \;
 cp scenarios/*.toml tests/data/*.toml tests/regressions/*.toml fuzz-corpus/scenario/ 2>/dev/null || true
 printf '1.2us' > fuzz-corpus/units/a; printf '64KiB' > fuzz-corpus/units/b

@@ -156,6 +156,75 @@ TEST(Parsers, EthtoolCountersAndNcclDebugLog) {
             std::string::npos);
 }
 
+TEST(Parsers, HarnessJsonRoundTripsAndNamesTheLineOfBadInput) {
+  bench::Report r;
+  r.device = "NVIDIA H200 \"SXM\"";
+  r.gpus = 4;
+  r.processes = 2;
+  r.nccl_version = 22703;
+  r.micro = bench::Micro{52.1, 53.4, 1900.5, 2.1, 2.3, 2.6};
+  r.collectives = {{"all_reduce", 1024, 12.5, 0.08, 0.14, 0},
+                   {"alltoall", 1 << 20, 40.25, 26, 23, 3}};
+  const std::string json = bench::to_json(r);
+  EXPECT_EQ(harness_json_tool(json), "fabricsim-bench");
+  const bench::Report b = parse_bench_json(json, "bench.json");
+  EXPECT_EQ(b.device, r.device);
+  EXPECT_EQ(b.ranks(), 8);
+  EXPECT_EQ(b.nccl_version, 22703);
+  ASSERT_TRUE(b.micro.has_value());
+  EXPECT_DOUBLE_EQ(b.micro->d2d_gbs, 1900.5);
+  EXPECT_DOUBLE_EQ(b.micro->kernel_launch_us, 2.6);
+  ASSERT_EQ(b.collectives.size(), 2u);
+  EXPECT_EQ(b.collectives[1].op, "alltoall");
+  EXPECT_EQ(b.collectives[1].bytes, 1u << 20);
+  EXPECT_DOUBLE_EQ(b.collectives[1].time_us, 40.25);
+  EXPECT_EQ(b.collectives[1].wrong, 3u);
+  // The fixture, in the harness's layout.
+  const bench::Report f = parse_bench_json(fixture("fabricsim_bench.json"), "fabricsim_bench.json");
+  EXPECT_EQ(f.ranks(), 8);
+  ASSERT_EQ(f.collectives.size(), 6u);
+  EXPECT_EQ(f.collectives[5].op, "all_gather");
+  EXPECT_DOUBLE_EQ(f.micro->h2d_gbs, 24.612);
+  EXPECT_DOUBLE_EQ(parse_verbs_bench_json(fixture("fabricsim_verbs_write_bw.json"), "v.json")
+                       .rows.at(0)
+                       .bw_avg_gbps,
+                   96.8412);
+  // A missing key names the row's line; a syntax error its own; a truncated file the end.
+  std::string missing = json;
+  missing.replace(missing.rfind("\"time_us\""), 9, "\"tme_us\"");
+  auto [line, what] = parse_error(parse_bench_json, missing);
+  EXPECT_EQ(line, 11u) << json;
+  EXPECT_NE(what.find("collectives[1]: key 'time_us': missing"), std::string::npos) << what;
+  std::string syntax = json;
+  syntax.replace(syntax.find("\"gpus\": 4"), 10, "\"gpus\": 4x");
+  std::tie(line, what) = parse_error(parse_bench_json, syntax);
+  EXPECT_EQ(line, 4u) << what;
+  std::tie(line, what) = parse_error(parse_bench_json, json.substr(0, json.size() / 2));
+  EXPECT_GT(line, 5u) << what;
+  std::tie(line, what) = parse_error(parse_bench_json, std::string(40, '[') + "{\"tool\": 1}");
+  EXPECT_NE(what.find("nested deeper"), std::string::npos) << what;
+  std::tie(line, what) = parse_error(
+      parse_bench_json, "{\"tool\": \"fabricsim-bench\", \"device\": \"x\", \"gpus\": -1}");
+  EXPECT_NE(what.find("key 'gpus': '-1' is not an integer"), std::string::npos) << what;
+  // The verbs harness's JSON reads as perftest output.
+  const auto bw = parse_verbs_bench_json(
+      "{\"tool\": \"fabricsim-verbs-bench\", \"test\": \"write_bw\", \"bytes\": 65536, "
+      "\"iters\": 5000, \"bw_avg_gbps\": 96.5, \"msg_rate_mpps\": 0.184}\n",
+      "v.json");
+  EXPECT_FALSE(bw.latency);
+  ASSERT_EQ(bw.rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(bw.rows[0].bw_avg_gbps, 96.5);
+  const std::string lat =
+      "{\"tool\": \"fabricsim-verbs-bench\", \"test\": \"write_lat\", \"bytes\": 2, \"iters\": "
+      "1000, \"t_min_us\": 1.01, \"t_typical_us\": 1.05, \"t_avg_us\": 1.07, \"t_max_us\": 3.2}";
+  EXPECT_EQ(harness_json_tool(lat), "fabricsim-verbs-bench");
+  EXPECT_DOUBLE_EQ(parse_verbs_bench_json(lat, "l.json").rows[0].t_typical, 1.05);
+  std::string other = lat;
+  other.replace(other.find("write_lat"), 9, "read_bw");
+  std::tie(line, what) = parse_error(parse_verbs_bench_json, other);
+  EXPECT_NE(what.find("\"test\" is 'read_bw', expected"), std::string::npos) << what;
+}
+
 TEST(Fit, RecoversLatencyAndBandwidthDespiteNoiseAndAnOutlier) {
   // t(S) = alpha + S / beta with alpha = 12 us, beta = 40 GB/s (40e3 B/us), +-1 % noise from
   // a fixed sequence, and one measurement disturbed 3x (another job on the link).
@@ -212,6 +281,71 @@ TEST(Calibration, ClosedLoopRecoversHiddenParametersAndValidatesHeldOutSizes) {
   for (std::size_t i = 0; i < held.size(); ++i) mape += std::abs(sim[i] / held[i].time_us - 1);
   mape /= static_cast<double>(held.size());
   EXPECT_LT(mape, 0.03);
+}
+
+TEST(Calibration, StepLatenciesPerLinkClassSeparateWithSeveralRankCounts) {
+  // Alpha per link class: sweeps on 2, 4 and 8 GPUs of one server and on both servers give
+  // the LL step latency over NVLink and over the network apart from the launch latency.
+  const Scenario base =
+      load_scenario(std::filesystem::path(FABRICSIM_SOURCE_DIR) / "tests/data/calibration.toml");
+  const std::vector<std::string> keys = {"nccl.launch_latency.ll", "nccl.step_latency.ll_nvlink",
+                                         "nccl.step_latency.ll_net", "flow.efficiency_network"};
+  const auto params = calibration_parameters(keys);
+  ASSERT_EQ(params.size(), 4u);
+  const double truth[] = {8.0, 0.9, 4.0, 0.8};
+  Scenario hidden = base;
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].set(hidden, truth[i]);
+  std::vector<Measurement> ms;
+  for (int ranks : {2, 4, 8, 16})
+    for (std::uint64_t b = 8; b <= (64u << 20); b *= 8)
+      ms.push_back({"gen", "all_reduce_perf", CollOp::kAllReduce, ranks, b, 0});
+  const auto times = simulate_measurements(hidden, ms);
+  for (std::size_t i = 0; i < ms.size(); ++i)
+    ms[i].time_us = times[i] * (1 + 0.005 * std::sin(static_cast<double>(i) * 1.7));
+  const Calibration c = calibrate(base, ms, keys);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(c.fit.identifiable[i]) << params[i].key;
+    EXPECT_NEAR(c.fit.values[i] / truth[i], 1, 0.02) << params[i].key;
+  }
+  EXPECT_THROW(calibration_parameters({"nccl.step_latency.ll_pcie"}), std::invalid_argument);
+  EXPECT_EQ(calibration_parameters({"all"}).size(), 12u);
+}
+
+TEST(Calibration, NicMessageOverheadAddsToOneWayLatencyAndIsFittedFromPerftest) {
+  Scenario s =
+      load_scenario(std::filesystem::path(FABRICSIM_SOURCE_DIR) / "tests/data/calibration.toml");
+  const BuiltCluster cluster(s);
+  // The overhead adds to an RDMA write's one-way time exactly, at both levels.
+  for (const Fidelity f : {Fidelity::kFlow, Fidelity::kPacket}) {
+    s.fidelity = f;
+    s.network.nic.message_overhead = Time::zero();
+    const double bare = rdma_message_latency_us(s, cluster, 2);
+    s.network.nic.message_overhead = Time::from_ps(1'250'000);
+    EXPECT_NEAR(rdma_message_latency_us(s, cluster, 2) - bare, 1.25, 1e-6);
+    EXPECT_GT(bare, 0.5);  // PCIe legs, links and the switch
+  }
+  // ib_write_lat rows (2 B to 64 KiB) beside all_reduce rows: the default set gains the
+  // overhead, and a hidden 0.8 us comes back within 2 %.
+  s.fidelity = Fidelity::kFlow;
+  s.network.nic.message_overhead = Time::zero();
+  Scenario hidden = s;
+  hidden.network.nic.message_overhead = Time::from_ps(800'000);
+  hidden.flow_efficiency.network = 0.8;
+  std::vector<Measurement> ms;
+  for (std::uint64_t b = 2; b <= (64u << 10); b *= 4)
+    ms.push_back({"lat", "ib_write_lat", CollOp::kSendRecv, 2, b, 0});
+  for (std::uint64_t b = 1024; b <= (64u << 20); b *= 8)
+    ms.push_back({"gen", "all_reduce_perf", CollOp::kAllReduce, 16, b, 0});
+  const auto t = simulate_measurements(hidden, ms);
+  for (std::size_t i = 0; i < ms.size(); ++i) ms[i].time_us = t[i];
+  const Calibration c = calibrate(s, ms);
+  ASSERT_EQ(c.params.back().key, "nic.message_overhead");
+  EXPECT_TRUE(c.fit.identifiable.back());
+  EXPECT_NEAR(c.fit.values.back() / 0.8, 1, 0.02);
+  EXPECT_NEAR(c.fit.values[1] / 0.8, 1, 0.02);  // flow.efficiency_network
+  EXPECT_EQ(perftest_latency_binary("RDMA_Write Latency Test"), "ib_write_lat");
+  EXPECT_EQ(perftest_latency_binary("RDMA_Read Latency Test"), "");
+  EXPECT_EQ(perftest_latency_binary("RDMA_Send BW Test"), "");
 }
 
 TEST(Calibration, CommandsWriteALoadableOverlayValidateAndDiagnose) {
@@ -291,6 +425,69 @@ TEST(Calibration, CommandsWriteALoadableOverlayValidateAndDiagnose) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Calibration, HarnessJsonCalibratesLikeTextAndGivesPcieAndHbmDirectly) {
+  // What fabricsim-bench would write on a DGX A100 (its JSON writer, without a GPU): collective
+  // rows simulated with hidden parameters on one GPU and on 8, and the single-GPU figures.
+  const auto dir = std::filesystem::temp_directory_path() / "fabricsim-harness-json";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string scenario = std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/calibration.toml";
+  const Scenario base = load_scenario(scenario);
+  Scenario hidden = base;
+  hidden.flow_efficiency.nvlink = 0.85;
+  hidden.gpu.hbm = Bandwidth::from_bps(1'250'000'000'000 * 8);  // 1250 GB/s: d2d copies at 625
+  bench::Report one, eight;
+  one.device = eight.device = "NVIDIA A100-SXM4-80GB";
+  one.gpus = 1;
+  eight.gpus = 8;
+  one.micro = bench::Micro{24.0, 25.0, 625.0, 2.0, 2.1, 2.4};
+  for (bench::Report* r : {&one, &eight}) {
+    std::vector<Measurement> ms;
+    for (std::uint64_t b = 1024; b <= (64u << 20); b *= 8)
+      ms.push_back({"gen", "all_reduce_perf", CollOp::kAllReduce, r->ranks(), b, 0});
+    const auto t = simulate_measurements(hidden, ms);
+    for (std::size_t i = 0; i < ms.size(); ++i)
+      r->collectives.push_back({"all_reduce", ms[i].bytes, t[i], 0, 0, 0});
+  }
+  eight.collectives.push_back({"all_reduce", 128u << 20, 1.0, 0, 0, 12});  // wrong results
+  std::ofstream(dir / "one.json") << bench::to_json(one);
+  std::ofstream(dir / "eight.json") << bench::to_json(eight);
+  const MeasurementSet set = load_measurements(dir);
+  EXPECT_EQ(set.collectives.size(), 2u * 6);  // the row with wrong results is left out
+  ASSERT_EQ(set.micro.size(), 1u);
+  std::ostringstream out, err;
+  const std::string overlay = (dir / "calibrated.toml").string();
+  ASSERT_EQ(cli_main({"calibrate", "--measurements", dir.string(), "--scenario", scenario, "--out",
+                      overlay},
+                     out, err),
+            0)
+      << out.str() << err.str();
+  EXPECT_NE(err.str().find("collectives[6]: skipped: 12 wrong result elements"), std::string::npos)
+      << err.str();
+  const Scenario s = load_scenario(overlay);
+  EXPECT_NEAR(static_cast<double>(s.gpu.hbm.bps()) / 8e9, 1250, 0.5);
+  // Gen4 x16: 31.5 GB/s of payload; the copies reach 24.5 on average.
+  EXPECT_NEAR(s.flow_efficiency.pcie, 24.5 / 31.5077, 1e-3);
+  EXPECT_NEAR(s.flow_efficiency.nvlink, 0.85, 0.85 * 0.02);
+  EXPECT_NE(out.str().find("nccl.gpu_hbm"), std::string::npos) << out.str();
+  EXPECT_EQ(cli_main({"calibrate", "--measurements", dir.string(), "--scenario", scenario, "--fit",
+                      "flow.efficiency_nvlink,nope"},
+                     out, err),
+            2);
+  EXPECT_NE(err.str().find("--fit: unknown parameter 'nope'"), std::string::npos) << err.str();
+  // The same rows as nccl-tests text beside the JSON (the harness's --out-dir) are read once.
+  std::ofstream(dir / "all_reduce_perf.txt") << fixture("nccl_tests_2.19_all_reduce.txt");
+  const MeasurementSet both = load_measurements(dir);
+  std::size_t from_text = 0, eight_ranks = 0;
+  for (const auto& m : both.collectives) {
+    from_text += m.source.find(".txt:") != std::string::npos;
+    eight_ranks += m.ranks == 8;
+  }
+  EXPECT_EQ(eight_ranks, from_text);  // the fixture is an 8-rank sweep: the JSON's 8 are dropped
+  EXPECT_GT(from_text, 0u);
+  std::filesystem::remove_all(dir);
+}
+
 namespace {
 // Runs a shell command; returns its exit status and output.
 [[maybe_unused]] std::pair<int, std::string> shell(const std::string& cmd) {
@@ -316,6 +513,16 @@ TEST(Harness, RejectsBadArgumentsWithoutAGpu) {
   std::tie(rc, text) = shell(bin + " -b 1x");
   EXPECT_EQ(rc, 2);
   EXPECT_NE(text.find("bad size '1x'"), std::string::npos) << text;
+#if FABRICSIM_BENCH_MPI
+  // Under mpirun every process says which it is, and the failing one ends the job.
+  const auto [probe_rc, probe] = shell(bin + " --probe");
+  if (probe_rc == 2 && std::filesystem::exists("/usr/bin/mpirun")) {
+    std::tie(rc, text) =
+        shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 " + bin + " --probe");
+    EXPECT_NE(rc, 0) << text;
+    EXPECT_NE(text.find("of 2): no CUDA device"), std::string::npos) << text;
+  }
+#endif
 }
 
 TEST(Harness, OneGpuRunProducesMeasurementsThatCalibrateAccepts) {
@@ -325,17 +532,26 @@ TEST(Harness, OneGpuRunProducesMeasurementsThatCalibrateAccepts) {
   ASSERT_EQ(probe_rc, 0) << probe;
   const auto dir = std::filesystem::temp_directory_path() / "fabricsim-bench-run";
   std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  const auto [rc, text] = shell(bin + " -g 1 --op all -b 8 -e 1M -f 32 --micro --out-dir " +
-                                dir.string() + " --json " + (dir / "bench.json").string());
+  std::filesystem::create_directories(dir / "text");
+  std::filesystem::create_directories(dir / "json");
+  const auto [rc, text] =
+      shell(bin + " -g 1 --op all -b 8 -e 1M -f 32 --micro --out-dir " + (dir / "text").string() +
+            " --json " + (dir / "json" / "bench.json").string());
   ASSERT_EQ(rc, 0) << text;
   EXPECT_NE(text.find("# micro: h2d"), std::string::npos) << text;
-  const MeasurementSet set = load_measurements(dir);
-  EXPECT_EQ(set.collectives.size(), 7u * 4);  // 7 operations x 4 sizes
-  const Scenario s =
-      load_scenario(std::filesystem::path(FABRICSIM_SOURCE_DIR) / "tests/data/calibration.toml");
-  const Calibration c = calibrate(s, set.collectives);
-  EXPECT_EQ(c.fit.values.size(), c.params.size());
+  // The nccl-tests-format text and the JSON each give the 7 operations x 4 sizes.
+  EXPECT_EQ(load_measurements(dir / "text").collectives.size(), 7u * 4);
+  const MeasurementSet set = load_measurements(dir / "json");
+  EXPECT_EQ(set.collectives.size(), 7u * 4);
+  EXPECT_EQ(set.micro.size(), 1u);
+  const std::string scenario = std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/calibration.toml";
+  std::ostringstream out, err;
+  EXPECT_EQ(cli_main({"calibrate", "--measurements", (dir / "json").string(), "--scenario",
+                      scenario, "--out", (dir / "calibrated.toml").string()},
+                     out, err),
+            0)
+      << out.str() << err.str();
+  EXPECT_NO_THROW(load_scenario(dir / "calibrated.toml"));
   std::filesystem::remove_all(dir);
 }
 #else

@@ -3,6 +3,7 @@
 # into one folder. Everything is optional: what is not installed is skipped, saying so.
 #
 #   validation/collect.sh OUT_DIR [--peer HOST] [--bench PATH] [--nccl-tests DIR] [-e MAXBYTES]
+#                         [--mpi "MPIRUN ARGS"]
 #
 #   --peer HOST       also run fabricsim-verbs-bench, ib_write_bw and ib_write_lat against HOST
 #                     (start the server sides there first: `fabricsim-verbs-bench --server`,
@@ -10,18 +11,22 @@
 #   --bench PATH      fabricsim-bench (default: build/fabricsim-bench)
 #   --nccl-tests DIR  folder of the nccl-tests binaries (default: on PATH)
 #   -e MAXBYTES       largest collective size (default 1G)
-# For multi-node collectives run nccl-tests under mpirun yourself and save its output into the
+#   --mpi "ARGS"      also run fabricsim-bench across nodes: `mpirun ARGS fabricsim-bench -g 1`
+#                     (one process per GPU), e.g. --mpi "-np 16 -H node1:8,node2:8"; its files
+#                     are saved as mpi-OP_perf.txt and fabricsim-bench-mpi.json
+# For multi-node nccl-tests run them under mpirun yourself and save their output into the
 # same folder (any file name; fabricsim recognises the format).
 set -uo pipefail
 out=${1:?usage: collect.sh OUT_DIR [--peer HOST] [--bench PATH] [--nccl-tests DIR] [-e MAXBYTES]}
 shift
-peer="" bench="build/fabricsim-bench" ntdir="" maxbytes="1G"
+peer="" bench="build/fabricsim-bench" ntdir="" maxbytes="1G" mpi=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --peer) peer=$2; shift 2 ;;
     --bench) bench=$2; shift 2 ;;
     --nccl-tests) ntdir=$2/; shift 2 ;;
     -e) maxbytes=$2; shift 2 ;;
+    --mpi) mpi=$2; shift 2 ;;
     *) echo "collect.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -42,6 +47,21 @@ if [ -x "$bench" ]; then
     note "fabricsim-bench failed: see $out/nccl-debug.log"
 else
   note "no fabricsim-bench at $bench (build it where CUDA and NCCL are installed): skipped"
+fi
+
+if [ -n "$mpi" ] && [ -x "$bench" ]; then
+  if have mpirun; then
+    tmp="$out/.mpi"
+    mkdir -p "$tmp"
+    # shellcheck disable=SC2086  # the user's mpirun arguments, split as they typed them
+    mpirun $mpi "$bench" -g 1 --op all -b 8 -e "$maxbytes" -f 2 --out-dir "$tmp" \
+      --json "$out/fabricsim-bench-mpi.json" >/dev/null 2>"$out/mpi.log" ||
+      note "mpirun fabricsim-bench failed (was it built with MPI?): see $out/mpi.log"
+    for f in "$tmp"/*; do [ -e "$f" ] && mv "$f" "$out/mpi-$(basename "$f")"; done
+    rmdir "$tmp"
+  else
+    note "no mpirun: skipping the multi-node fabricsim-bench run"
+  fi
 fi
 
 for t in all_reduce_perf all_gather_perf reduce_scatter_perf alltoall_perf; do

@@ -76,6 +76,10 @@ FitResult fit(const std::vector<FitParameter>& params, const std::vector<double>
     // Jacobian of the model's ln in ln(parameter) = -d r / d u (forward differences, stepping
     // back from an upper bound).
     for (Eigen::Index j = 0; j < p; ++j) {
+      if (!free[static_cast<std::size_t>(j)]) {  // fixed at the first iteration: not simulated
+        J.col(j).setZero();
+        continue;
+      }
       Eigen::VectorXd x = u;
       const double step = x[j] + options.h <= hi[j] ? options.h : -options.h;
       x[j] += step;

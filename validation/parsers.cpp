@@ -5,6 +5,13 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <sstream>
+
+// Boost 1.74's JSON parser includes the deprecated global-placeholder boost/bind.hpp, which
+// announces itself unless told the old behaviour is wanted (it is unused here).
+#define BOOST_BIND_GLOBAL_PLACEHOLDERS
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
 
 namespace fabricsim::validation {
 
@@ -395,6 +402,184 @@ NcclDebugLog parse_nccl_debug_log(std::string_view text, const std::string& sour
   }
   if (info == 0) throw ParseError(source, last, "no 'NCCL INFO' lines (was NCCL_DEBUG=INFO set?)");
   return out;
+}
+
+// ---------------------------------------------------------------- harness JSON
+
+namespace {
+
+namespace pt = boost::property_tree;
+
+// Line (1-based) of byte offset `pos` of `text`.
+std::size_t line_at(std::string_view text, std::size_t pos) {
+  pos = std::min(pos, text.size());
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + pos, '\n'));
+}
+
+// Boost.PropertyTree's parser recurses per nesting level: refuse deep nesting before it does
+// (our files nest three levels), so a hostile file cannot exhaust the stack.
+void check_nesting(std::string_view text, const std::string& source) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if ((c == '{' || c == '[') && ++depth > 16) {
+      throw ParseError(source, line_at(text, i), "JSON nested deeper than 16 levels");
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+}
+
+pt::ptree read_json_tree(std::string_view text, const std::string& source) {
+  check_nesting(text, source);
+  std::istringstream in{std::string(text)};
+  pt::ptree tree;
+  try {
+    pt::read_json(in, tree);
+  } catch (const pt::json_parser_error& e) {
+    throw ParseError(source, e.line(), "JSON: " + e.message());
+  }
+  return tree;
+}
+
+// Typed access to one object's keys; errors name the key and the object's line.
+class JsonObject {
+ public:
+  JsonObject(const pt::ptree& node, std::string what, std::size_t line, const std::string& source)
+      : node_(node), what_(std::move(what)), line_(line), source_(source) {}
+  bool has(const std::string& key) const { return node_.get_child_optional(key).has_value(); }
+  std::string text(const std::string& key) const {
+    const auto v = node_.get_optional<std::string>(key);
+    if (!v) fail(key, "missing");
+    return *v;
+  }
+  double number(const std::string& key) const {
+    const std::string t = text(key);
+    const auto v = to_double(t);
+    if (!v || !std::isfinite(*v) || *v < 0) fail(key, "'" + t + "' is not a number >= 0");
+    return *v;
+  }
+  std::uint64_t count(const std::string& key) const {
+    const std::string t = text(key);
+    const auto v = to_u64(t);
+    if (!v) fail(key, "'" + t + "' is not an integer >= 0");
+    return *v;
+  }
+  int small_count(const std::string& key) const {
+    const std::uint64_t v = count(key);
+    if (v > 1u << 30) fail(key, fmt::format("{} is out of range", v));
+    return static_cast<int>(v);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
+    throw ParseError(source_, line_, fmt::format("{}key '{}': {}", what_, key, why));
+  }
+  const pt::ptree& node_;
+  std::string what_;
+  std::size_t line_;
+  const std::string& source_;
+};
+
+// Line of the n-th (0-based) element of the array under "key": the n-th '{' after the key
+// (the harness writes one element per line; good enough to find the row in any layout).
+std::size_t element_line(std::string_view text, std::string_view key, std::size_t n) {
+  std::size_t pos = text.find(fmt::format("\"{}\"", key));
+  for (std::size_t k = 0; pos != std::string_view::npos && k <= n; ++k)
+    pos = text.find('{', pos + 1);
+  return line_at(text, pos == std::string_view::npos ? text.size() : pos);
+}
+
+void expect_tool(const JsonObject& top, const std::string& tool, const std::string& source) {
+  const std::string t = top.text("tool");
+  if (t != tool)
+    throw ParseError(source, 1, fmt::format("\"tool\" is '{}', expected '{}'", t, tool));
+}
+
+}  // namespace
+
+std::string harness_json_tool(std::string_view text) {
+  const auto start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || text[start] != '{') return {};
+  for (const char* tool : {"fabricsim-verbs-bench", "fabricsim-bench"})
+    if (text.find(fmt::format("\"tool\": \"{}\"", tool)) != std::string_view::npos) return tool;
+  return {};
+}
+
+bench::Report parse_bench_json(std::string_view text, const std::string& source) {
+  const pt::ptree tree = read_json_tree(text, source);
+  const JsonObject top(tree, "", 1, source);
+  expect_tool(top, "fabricsim-bench", source);
+  bench::Report r;
+  r.device = top.text("device");
+  r.gpus = top.small_count("gpus");
+  r.processes = top.has("processes") ? top.small_count("processes") : 1;
+  r.nccl_version = top.small_count("nccl_version");
+  if (r.gpus < 1 || r.processes < 1)
+    throw ParseError(source, 1, "\"gpus\" and \"processes\" must be at least 1");
+  if (top.has("ranks") && top.small_count("ranks") != r.ranks())
+    throw ParseError(source, 1,
+                     fmt::format("\"ranks\" is {}, but gpus x processes = {}",
+                                 top.small_count("ranks"), r.ranks()));
+  if (const auto m = tree.get_child_optional("micro")) {
+    const JsonObject o(*m, "micro: ", element_line(text, "micro", 0), source);
+    r.micro = bench::Micro{o.number("h2d_gbs"),        o.number("d2h_gbs"),
+                           o.number("d2d_gbs"),        o.number("h2d_latency_us"),
+                           o.number("d2h_latency_us"), o.number("kernel_launch_us")};
+  }
+  const auto rows = tree.get_child_optional("collectives");
+  if (!rows) throw ParseError(source, line_at(text, text.size()), "no \"collectives\" array");
+  std::size_t i = 0;
+  for (const auto& [name, row] : *rows) {
+    const std::size_t line = element_line(text, "collectives", i);
+    if (!name.empty()) throw ParseError(source, line, "\"collectives\" must be an array");
+    const JsonObject o(row, fmt::format("collectives[{}]: ", i), line, source);
+    bench::CollectiveRow c{o.text("op"),          o.count("bytes"),      o.number("time_us"),
+                           o.number("algbw_gbs"), o.number("busbw_gbs"), o.count("wrong")};
+    if (c.bytes == 0 || c.time_us <= 0)
+      throw ParseError(source, line,
+                       fmt::format("collectives[{}]: bytes and time_us must be positive", i));
+    r.collectives.push_back(std::move(c));
+    ++i;
+  }
+  return r;
+}
+
+PerftestOutput parse_verbs_bench_json(std::string_view text, const std::string& source) {
+  const pt::ptree tree = read_json_tree(text, source);
+  const JsonObject top(tree, "", 1, source);
+  expect_tool(top, "fabricsim-verbs-bench", source);
+  PerftestOutput o;
+  const std::string test = top.text("test");
+  PerftestRow row;
+  row.bytes = top.count("bytes");
+  row.iterations = top.count("iters");
+  row.line = 1;
+  if (test == "write_bw") {
+    o.test = "RDMA_Write BW Test";
+    row.bw_peak_gbps = row.bw_avg_gbps = top.number("bw_avg_gbps");
+    row.msg_rate_mpps = top.number("msg_rate_mpps");
+  } else if (test == "write_lat") {
+    o.test = "RDMA_Write Latency Test";
+    o.latency = true;
+    row.t_min = top.number("t_min_us");
+    row.t_typical = top.number("t_typical_us");
+    row.t_avg = top.number("t_avg_us");
+    row.t_max = top.number("t_max_us");
+  } else {
+    throw ParseError(source, 1,
+                     fmt::format("\"test\" is '{}', expected 'write_bw' or 'write_lat'", test));
+  }
+  o.rows.push_back(row);
+  return o;
 }
 
 }  // namespace fabricsim::validation

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "validation/harness/bench_report.hpp"
+
 namespace fabricsim::validation {
 
 class ParseError : public std::runtime_error {
@@ -98,5 +100,14 @@ struct NcclDebugLog {
 };
 NcclDebugLog parse_nccl_debug_log(std::string_view text, const std::string& source);
 bool looks_like_nccl_debug_log(std::string_view text);
+
+// ---- JSON of fabricsim's own harnesses (parsed with Boost.PropertyTree) ----
+// fabricsim-bench --json (validation/harness/bench_report.hpp): the inverse of bench::to_json.
+bench::Report parse_bench_json(std::string_view text, const std::string& source);
+// fabricsim-verbs-bench --json: one row, as perftest's own output would give it.
+PerftestOutput parse_verbs_bench_json(std::string_view text, const std::string& source);
+// "fabricsim-bench" or "fabricsim-verbs-bench" when the text is a JSON object with that
+// "tool" (a cheap look at the text, not a parse), else "".
+std::string harness_json_tool(std::string_view text);
 
 }  // namespace fabricsim::validation

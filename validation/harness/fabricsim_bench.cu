@@ -1,16 +1,21 @@
 // fabricsim-bench: what calibration needs, measured on real GPUs (built only when the CUDA
-// Toolkit and NCCL are found). One process drives every local GPU (ncclCommInitAll), like
-// nccl-tests with -g N:
+// Toolkit and NCCL are found). Like nccl-tests, each process drives -g local GPUs: one process
+// on its own (ncclCommInitAll), or several under mpirun when built with MPI (one NCCL
+// communicator over every process's GPUs, ncclCommInitRank; process p on a host uses that
+// host's GPUs p*g .. p*g+g-1):
 //   - collectives swept over sizes (-b -e -f), timed with CUDA events after warm-up, results
 //     checked, printed in nccl-tests' format (so `fabricsim calibrate` reads them) and, with
-//     --json, as JSON;
+//     --json, as JSON (bench_report.hpp; `fabricsim calibrate` reads that too);
 //   - with --micro, single-GPU figures: pinned host<->device copy bandwidth and latency over
 //     PCIe, device-to-device bandwidth, kernel launch latency.
 // Every error ends the run with a message naming what failed (no GPU: exit 2; a CUDA or NCCL
-// failure, or wrong results: exit 1).
+// failure, or wrong results: exit 1); under MPI the failing process aborts the job.
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <unistd.h>
+#if FABRICSIM_BENCH_MPI
+#include <mpi.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -21,10 +26,33 @@
 #include <string>
 #include <vector>
 
+#include "bench_report.hpp"
+
 namespace {
 
+// This process's place in the job (one process, rank 0, without MPI).
+int g_process = 0, g_processes = 1;
+
+// Ends MPI when this process started it (a lone process under mpirun too).
+void finalize_mpi() {
+#if FABRICSIM_BENCH_MPI
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (initialised) MPI_Finalize();
+#endif
+}
+
 [[noreturn]] void fail(int code, const std::string& what) {
-  std::fprintf(stderr, "fabricsim-bench: %s\n", what.c_str());
+  if (g_processes > 1)
+    std::fprintf(stderr, "fabricsim-bench (process %d of %d): %s\n", g_process, g_processes,
+                 what.c_str());
+  else
+    std::fprintf(stderr, "fabricsim-bench: %s\n", what.c_str());
+#if FABRICSIM_BENCH_MPI
+  // The other processes would wait forever in the next collective.
+  if (g_processes > 1) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  finalize_mpi();
   std::exit(code);
 }
 
@@ -80,6 +108,7 @@ const Op kOps[] = {{"all_reduce", false, true},     {"all_gather", false, false}
 
 struct Gpu {
   int dev = 0;
+  int rank = 0;  // in the communicator (over all processes)
   cudaStream_t stream{};
   float* send = nullptr;
   float* recv = nullptr;
@@ -97,12 +126,12 @@ Counts counts(const std::string& op, std::size_t elems, int n) {
   return {elems, elems};
 }
 
-void launch(const std::string& op, std::vector<Gpu>& g, std::size_t elems) {
-  const int n = static_cast<int>(g.size());
+// One operation on every local GPU of a communicator of n ranks.
+void launch(const std::string& op, std::vector<Gpu>& g, int n, std::size_t elems) {
   const Counts c = counts(op, elems, n);
   NCCL_OK(ncclGroupStart());
-  for (int r = 0; r < n; ++r) {
-    Gpu& x = g[r];
+  for (Gpu& x : g) {
+    const int r = x.rank;
     if (op == "all_reduce")
       NCCL_OK(ncclAllReduce(x.send, x.recv, c.send, ncclFloat, ncclSum, x.comm, x.stream));
     else if (op == "all_gather")
@@ -127,9 +156,10 @@ void launch(const std::string& op, std::vector<Gpu>& g, std::size_t elems) {
   NCCL_OK(ncclGroupEnd());
 }
 
-// Elements of rank r's receive buffer that differ from what the operation must produce, with
-// rank q's send buffer filled with q + 1.
-std::size_t wrong(const std::string& op, const Gpu& x, int r, int n, std::size_t elems) {
+// Elements of x's receive buffer that differ from what the operation must produce, with rank
+// q's send buffer filled with q + 1.
+std::size_t wrong(const std::string& op, const Gpu& x, int n, std::size_t elems) {
+  const int r = x.rank;
   const Counts c = counts(op, elems, n);
   if ((op == "reduce") && r != 0) return 0;
   std::vector<float> h(c.recv);
@@ -149,15 +179,9 @@ std::size_t wrong(const std::string& op, const Gpu& x, int r, int n, std::size_t
   return bad;
 }
 
-struct Row {
-  std::string op;
-  std::uint64_t bytes;
-  double time_us, algbw, busbw;
-  std::size_t wrong;
-};
-
-void micro(FILE* json) {
-  CUDA_OK(cudaSetDevice(0));
+// Single-GPU figures on `device`.
+fabricsim::bench::Micro micro(int device) {
+  CUDA_OK(cudaSetDevice(device));
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
   cudaEvent_t a, b;
@@ -179,36 +203,39 @@ void micro(FILE* json) {
     CUDA_OK(cudaEventElapsedTime(&ms, a, b));
     return ms * 1e3 / reps;
   };
-  const double h2d =
+  const double gbs = static_cast<double>(big) / 1e3;  // bytes per us -> GB/s
+  fabricsim::bench::Micro m;
+  m.h2d_gbs =
+      gbs /
       time_us([&] { CUDA_OK(cudaMemcpyAsync(dev, host, big, cudaMemcpyHostToDevice, s)); }, 10);
-  const double d2h =
+  m.d2h_gbs =
+      gbs /
       time_us([&] { CUDA_OK(cudaMemcpyAsync(host, dev, big, cudaMemcpyDeviceToHost, s)); }, 10);
-  const double d2d =
+  m.d2d_gbs =
+      gbs /
       time_us([&] { CUDA_OK(cudaMemcpyAsync(dev2, dev, big, cudaMemcpyDeviceToDevice, s)); }, 10);
-  const double h2d_lat =
+  m.h2d_latency_us =
       time_us([&] { CUDA_OK(cudaMemcpyAsync(dev, host, 8, cudaMemcpyHostToDevice, s)); }, 1000);
-  const double d2h_lat =
+  m.d2h_latency_us =
       time_us([&] { CUDA_OK(cudaMemcpyAsync(host, dev, 8, cudaMemcpyDeviceToHost, s)); }, 1000);
-  const double launch = time_us(
+  m.kernel_launch_us = time_us(
       [&] {
         empty_kernel<<<1, 1, 0, s>>>();
         CUDA_OK(cudaGetLastError());
       },
       10000);
-  const double gbs = static_cast<double>(big) / 1e3;  // bytes per us -> GB/s
   std::printf(
       "# micro: h2d %.2f GB/s, d2h %.2f GB/s, d2d %.2f GB/s (read + write %.2f), "
       "h2d latency %.2f us, d2h latency %.2f us, kernel launch %.2f us\n",
-      gbs / h2d, gbs / d2h, gbs / d2d, 2 * gbs / d2d, h2d_lat, d2h_lat, launch);
-  if (json)
-    std::fprintf(
-        json,
-        "  \"micro\": {\"h2d_gbs\": %.4f, \"d2h_gbs\": %.4f, \"d2d_gbs\": %.4f, "
-        "\"h2d_latency_us\": %.4f, \"d2h_latency_us\": %.4f, \"kernel_launch_us\": %.4f},\n",
-        gbs / h2d, gbs / d2h, gbs / d2d, h2d_lat, d2h_lat, launch);
+      m.h2d_gbs, m.d2h_gbs, m.d2d_gbs, 2 * m.d2d_gbs, m.h2d_latency_us, m.d2h_latency_us,
+      m.kernel_launch_us);
   CUDA_OK(cudaFreeHost(host));
   CUDA_OK(cudaFree(dev));
   CUDA_OK(cudaFree(dev2));
+  CUDA_OK(cudaEventDestroy(a));
+  CUDA_OK(cudaEventDestroy(b));
+  CUDA_OK(cudaStreamDestroy(s));
+  return m;
 }
 
 void usage() {
@@ -216,14 +243,88 @@ void usage() {
       "usage: fabricsim-bench [--op NAME|all] [-b MIN] [-e MAX] [-f FACTOR] [-g GPUS] [-n ITERS]\n"
       "                       [-w WARMUP] [--out-dir DIR] [--json FILE] [--micro] [--probe]\n"
       "  ops: all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv\n"
+      "  -g: GPUs per process (default: all of this host's, divided among its processes)\n"
       "  --out-dir writes one nccl-tests-format file per op (OP_perf.txt), for fabricsim "
       "calibrate\n"
-      "  --probe prints the GPUs found and exits (2 when there is none)\n");
+      "  --probe prints the GPUs found and exits (2 when there is none)\n"
+      "  under mpirun (when built with MPI) the processes form one communicator; process 0 "
+      "writes\n");
+}
+
+// ---- the job: one process, or MPI processes (sums and gathers are identities without MPI)
+
+#if FABRICSIM_BENCH_MPI
+bool launched_by_mpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+}
+#endif
+
+// Processes on this host before this one (their GPUs come first), and how many share it.
+struct HostPlace {
+  int index = 0, count = 1;
+};
+
+HostPlace host_place() {
+  HostPlace h;
+#if FABRICSIM_BENCH_MPI
+  if (g_processes > 1) {
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_process, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &h.index);
+    MPI_Comm_size(local, &h.count);
+    MPI_Comm_free(&local);
+  }
+#endif
+  return h;
+}
+
+double sum_over_processes(double v) {
+#if FABRICSIM_BENCH_MPI
+  if (g_processes > 1) MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+#endif
+  return v;
+}
+
+// Every process's text, concatenated in process order, on process 0.
+std::string gather_text(const std::string& mine) {
+#if FABRICSIM_BENCH_MPI
+  if (g_processes > 1) {
+    const int len = static_cast<int>(mine.size());
+    std::vector<int> lens(g_processes), offsets(g_processes);
+    MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int total = 0;
+    for (int p = 0; p < g_processes; ++p) {
+      offsets[p] = total;
+      total += lens[p];
+    }
+    std::string all(g_process == 0 ? total : 0, '\0');
+    MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, 0,
+                MPI_COMM_WORLD);
+    return all;
+  }
+#endif
+  return mine;
+}
+
+ncclUniqueId shared_unique_id() {
+  ncclUniqueId id{};
+  if (g_process == 0) NCCL_OK(ncclGetUniqueId(&id));
+#if FABRICSIM_BENCH_MPI
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+#endif
+  return id;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+#if FABRICSIM_BENCH_MPI
+  if (launched_by_mpirun()) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_process);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_processes);
+  }
+#endif
   std::string op_name = "all_reduce", out_dir, json_path;
   std::uint64_t min_bytes = 8, max_bytes = 128u << 20, factor = 2;
   int ngpus = 0, iters = 20, warmup = 5;
@@ -257,60 +358,90 @@ int main(int argc, char** argv) {
     else if (a == "--probe")
       probe = true;
     else if (a == "-h" || a == "--help") {
-      usage();
+      if (g_process == 0) usage();
+      finalize_mpi();
       return 0;
     } else
       fail(2, "unknown option '" + a + "' (--help lists them)");
   }
   if (factor < 2 || iters < 1 || warmup < 0 || min_bytes > max_bytes)
     fail(2, "need -f >= 2, -n >= 1, -w >= 0 and -b <= -e");
+  bool known_op = op_name == "all";
+  for (const Op& op : kOps) known_op |= op_name == op.name;
+  if (!known_op) fail(2, "unknown --op '" + op_name + "' (--help lists them)");
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0)
     fail(2, std::string("no CUDA device (cudaGetDeviceCount: ") +
                 (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") + ")");
-  if (ngpus <= 0) ngpus = devices;
-  if (ngpus > devices)
-    fail(2, "-g " + std::to_string(ngpus) + ": only " + std::to_string(devices) + " GPUs");
+  const HostPlace place = host_place();
+  if (ngpus <= 0) ngpus = devices / place.count;
+  const int first_dev = place.index * ngpus;
+  if (ngpus <= 0 || first_dev + ngpus > devices)
+    fail(2, "-g " + std::to_string(ngpus) + " GPUs for each of " + std::to_string(place.count) +
+                " processes on this host: it has " + std::to_string(devices) + " GPUs");
   std::vector<std::string> names(ngpus);
-  for (int d = 0; d < ngpus; ++d) {
+  for (int i = 0; i < ngpus; ++i) {
     cudaDeviceProp p{};
-    CUDA_OK(cudaGetDeviceProperties(&p, d));
-    names[d] = p.name;
+    CUDA_OK(cudaGetDeviceProperties(&p, first_dev + i));
+    names[i] = p.name;
   }
   if (probe) {
-    for (int d = 0; d < ngpus; ++d) std::printf("GPU %d: %s\n", d, names[d].c_str());
+    for (int i = 0; i < ngpus; ++i) std::printf("GPU %d: %s\n", first_dev + i, names[i].c_str());
+    finalize_mpi();
     return 0;
   }
+  const bool writer = g_process == 0;
+  // Opened now, so an unwritable path ends the run before it measures.
   FILE* json = nullptr;
-  if (!json_path.empty() && !(json = std::fopen(json_path.c_str(), "w")))
+  if (writer && !json_path.empty() && !(json = std::fopen(json_path.c_str(), "w")))
     fail(2, "cannot write " + json_path);
-  int version = 0;
-  NCCL_OK(ncclGetVersion(&version));
-  if (json)
-    std::fprintf(json,
-                 "{\n  \"tool\": \"fabricsim-bench\",\n  \"device\": \"%s\",\n  \"gpus\": %d,\n"
-                 "  \"nccl_version\": %d,\n",
-                 names[0].c_str(), ngpus, version);
-  if (do_micro) micro(json);
+  const int nranks = ngpus * g_processes;
+  fabricsim::bench::Report report;
+  report.device = names[0];
+  report.gpus = ngpus;
+  report.processes = g_processes;
+  NCCL_OK(ncclGetVersion(&report.nccl_version));
+  if (do_micro && writer) report.micro = micro(first_dev);
 
   std::vector<Gpu> g(ngpus);
-  std::vector<int> devs(ngpus);
-  for (int r = 0; r < ngpus; ++r) devs[r] = g[r].dev = r;
   std::vector<ncclComm_t> comms(ngpus);
-  NCCL_OK(ncclCommInitAll(comms.data(), ngpus, devs.data()));
-  const std::size_t max_elems = max_bytes / sizeof(float) + ngpus;
-  for (int r = 0; r < ngpus; ++r) {
-    g[r].comm = comms[r];
-    CUDA_OK(cudaSetDevice(r));
-    CUDA_OK(cudaStreamCreate(&g[r].stream));
-    CUDA_OK(cudaMalloc(&g[r].send, max_elems * sizeof(float)));
-    CUDA_OK(cudaMalloc(&g[r].recv, max_elems * sizeof(float)));
+  if (g_processes == 1) {
+    std::vector<int> devs(ngpus);
+    for (int i = 0; i < ngpus; ++i) devs[i] = first_dev + i;
+    NCCL_OK(ncclCommInitAll(comms.data(), ngpus, devs.data()));
+  } else {
+    const ncclUniqueId id = shared_unique_id();
+    NCCL_OK(ncclGroupStart());
+    for (int i = 0; i < ngpus; ++i) {
+      CUDA_OK(cudaSetDevice(first_dev + i));
+      NCCL_OK(ncclCommInitRank(&comms[i], nranks, id, g_process * ngpus + i));
+    }
+    NCCL_OK(ncclGroupEnd());
   }
-  std::vector<Row> rows;
-  std::size_t total_wrong = 0;
+  const std::size_t max_elems = max_bytes / sizeof(float) + nranks;
   char host[64] = "localhost";
   gethostname(host, sizeof host - 1);
+  std::string rank_lines;  // "#  Rank ..." of this process's GPUs
+  for (int i = 0; i < ngpus; ++i) {
+    Gpu& x = g[i];
+    x.dev = first_dev + i;
+    x.rank = g_process * ngpus + i;
+    x.comm = comms[i];
+    CUDA_OK(cudaSetDevice(x.dev));
+    CUDA_OK(cudaStreamCreate(&x.stream));
+    CUDA_OK(cudaMalloc(&x.send, max_elems * sizeof(float)));
+    CUDA_OK(cudaMalloc(&x.recv, max_elems * sizeof(float)));
+    cudaDeviceProp p{};
+    CUDA_OK(cudaGetDeviceProperties(&p, x.dev));
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "#  Rank %2d Group  0 Pid %6d on %10s device %2d [%04x:%02x:%02x] %s\n", x.rank,
+                  (int)getpid(), host, x.dev, p.pciDomainID, p.pciBusID, p.pciDeviceID, p.name);
+    rank_lines += line;
+  }
+  rank_lines = gather_text(rank_lines);
+  std::uint64_t total_wrong = 0;
   for (const Op& op : kOps) {
     if (op_name != "all" && op_name != op.name) continue;
     std::string text;
@@ -319,17 +450,13 @@ int main(int argc, char** argv) {
       std::snprintf(line, sizeof line, fmt, args...);
       text += line;
     };
-    add("# fabricsim-bench (NCCL %d)\n# Collective test starting: %s_perf\n", version, op.name);
+    add("# fabricsim-bench (NCCL %d)\n# Collective test starting: %s_perf\n", report.nccl_version,
+        op.name);
     add("# nThread 1 nGpus %d minBytes %llu maxBytes %llu step: %llu(factor) warmup iters: %d "
         "iters: %d agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n",
         ngpus, (unsigned long long)min_bytes, (unsigned long long)max_bytes,
         (unsigned long long)factor, warmup, iters);
-    for (int r = 0; r < ngpus; ++r) {
-      cudaDeviceProp p{};
-      CUDA_OK(cudaGetDeviceProperties(&p, r));
-      add("#  Rank %2d Group  0 Pid %6d on %10s device %2d [%04x:%02x:%02x] %s\n", r, (int)getpid(),
-          host, r, p.pciDomainID, p.pciBusID, p.pciDeviceID, p.name);
-    }
+    text += rank_lines;
     add("#\n#%58s  out-of-place\n", "");
     add("#       size         count      type   redop    root     time   algbw   busbw  #wrong"
         "     time   algbw   busbw  #wrong\n");
@@ -337,53 +464,59 @@ int main(int argc, char** argv) {
         "     (us)  (GB/s)  (GB/s)\n");
     double bw_sum = 0;
     int bw_rows = 0;
+    std::uint64_t op_wrong = 0;
     for (std::uint64_t bytes = min_bytes; bytes <= max_bytes; bytes *= factor) {
-      const std::size_t elems = std::max<std::size_t>(ngpus, bytes / sizeof(float));
-      for (int r = 0; r < ngpus; ++r) {
-        CUDA_OK(cudaSetDevice(r));
-        fill<<<128, 256, 0, g[r].stream>>>(g[r].send, max_elems, float(r + 1));
+      const std::size_t elems = std::max<std::size_t>(nranks, bytes / sizeof(float));
+      for (Gpu& x : g) {
+        CUDA_OK(cudaSetDevice(x.dev));
+        fill<<<128, 256, 0, x.stream>>>(x.send, max_elems, float(x.rank + 1));
         CUDA_OK(cudaGetLastError());
       }
-      for (int w = 0; w < warmup; ++w) launch(op.name, g, elems);
-      for (int r = 0; r < ngpus; ++r) {
-        CUDA_OK(cudaSetDevice(r));
-        CUDA_OK(cudaStreamSynchronize(g[r].stream));
+      for (int w = 0; w < warmup; ++w) launch(op.name, g, nranks, elems);
+      for (Gpu& x : g) {
+        CUDA_OK(cudaSetDevice(x.dev));
+        CUDA_OK(cudaStreamSynchronize(x.stream));
       }
       std::vector<cudaEvent_t> start(ngpus), stop(ngpus);
-      for (int r = 0; r < ngpus; ++r) {
-        CUDA_OK(cudaSetDevice(r));
-        CUDA_OK(cudaEventCreate(&start[r]));
-        CUDA_OK(cudaEventCreate(&stop[r]));
-        CUDA_OK(cudaEventRecord(start[r], g[r].stream));
+      for (int i = 0; i < ngpus; ++i) {
+        CUDA_OK(cudaSetDevice(g[i].dev));
+        CUDA_OK(cudaEventCreate(&start[i]));
+        CUDA_OK(cudaEventCreate(&stop[i]));
+        CUDA_OK(cudaEventRecord(start[i], g[i].stream));
       }
-      for (int it = 0; it < iters; ++it) launch(op.name, g, elems);
-      double us = 0;
-      for (int r = 0; r < ngpus; ++r) {
-        CUDA_OK(cudaSetDevice(r));
-        CUDA_OK(cudaEventRecord(stop[r], g[r].stream));
-        CUDA_OK(cudaEventSynchronize(stop[r]));
+      for (int it = 0; it < iters; ++it) launch(op.name, g, nranks, elems);
+      double us = 0;  // summed over this process's ranks
+      for (int i = 0; i < ngpus; ++i) {
+        CUDA_OK(cudaSetDevice(g[i].dev));
+        CUDA_OK(cudaEventRecord(stop[i], g[i].stream));
+        CUDA_OK(cudaEventSynchronize(stop[i]));
         float ms = 0;
-        CUDA_OK(cudaEventElapsedTime(&ms, start[r], stop[r]));
-        us += ms * 1e3 / iters / ngpus;  // mean over ranks, as nccl-tests -a 1
-        CUDA_OK(cudaEventDestroy(start[r]));
-        CUDA_OK(cudaEventDestroy(stop[r]));
+        CUDA_OK(cudaEventElapsedTime(&ms, start[i], stop[i]));
+        us += ms * 1e3 / iters;
+        CUDA_OK(cudaEventDestroy(start[i]));
+        CUDA_OK(cudaEventDestroy(stop[i]));
       }
-      std::size_t bad = 0;
-      for (int r = 0; r < ngpus; ++r) bad += wrong(op.name, g[r], r, ngpus, elems);
-      total_wrong += bad;
+      us = sum_over_processes(us) / nranks;  // mean over ranks, as nccl-tests -a 1
+      double bad = 0;
+      for (const Gpu& x : g) bad += static_cast<double>(wrong(op.name, x, nranks, elems));
+      const auto wrong_here = static_cast<std::uint64_t>(sum_over_processes(bad));
+      op_wrong += wrong_here;
       const double algbw = static_cast<double>(bytes) / (us * 1e3);
-      const double busbw = algbw * op.bus_factor(ngpus);
+      const double busbw = algbw * op.bus_factor(nranks);
       bw_sum += busbw;
       ++bw_rows;
-      add("%12llu  %12llu  %8s  %6s  %6d  %7.2f  %6.2f  %6.2f  %6zu  %7.2f  %6.2f  %6.2f  %6s\n",
+      add("%12llu  %12llu  %8s  %6s  %6d  %7.2f  %6.2f  %6.2f  %6llu  %7.2f  %6.2f  %6.2f  %6s\n",
           (unsigned long long)bytes, (unsigned long long)(bytes / sizeof(float)), "float",
-          op.reduces ? "sum" : "none", op.rooted ? 0 : -1, us, algbw, busbw, bad, us, algbw, busbw,
-          "N/A");
-      rows.push_back({op.name, bytes, us, algbw, busbw, bad});
+          op.reduces ? "sum" : "none", op.rooted ? 0 : -1, us, algbw, busbw,
+          (unsigned long long)wrong_here, us, algbw, busbw, "N/A");
+      report.collectives.push_back({op.name, bytes, us, algbw, busbw, wrong_here});
     }
-    add("# Out of bounds values : %zu %s\n# Avg bus bandwidth    : %g \n#\n"
+    total_wrong += op_wrong;
+    add("# Out of bounds values : %llu %s\n# Avg bus bandwidth    : %g \n#\n"
         "# Collective test concluded: %s_perf\n",
-        total_wrong, total_wrong ? "FAILED" : "OK", bw_rows ? bw_sum / bw_rows : 0.0, op.name);
+        (unsigned long long)op_wrong, op_wrong ? "FAILED" : "OK", bw_rows ? bw_sum / bw_rows : 0.0,
+        op.name);
+    if (!writer) continue;
     std::fputs(text.c_str(), stdout);
     if (!out_dir.empty()) {
       const std::string path = out_dir + "/" + op.name + "_perf.txt";
@@ -394,24 +527,17 @@ int main(int argc, char** argv) {
     }
   }
   if (json) {
-    std::fprintf(json, "  \"collectives\": [\n");
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      std::fprintf(json,
-                   "    {\"op\": \"%s\", \"bytes\": %llu, \"time_us\": %.4f, \"algbw_gbs\": %.4f, "
-                   "\"busbw_gbs\": %.4f, \"wrong\": %zu}%s\n",
-                   rows[i].op.c_str(), (unsigned long long)rows[i].bytes, rows[i].time_us,
-                   rows[i].algbw, rows[i].busbw, rows[i].wrong, i + 1 < rows.size() ? "," : "");
-    std::fprintf(json, "  ]\n}\n");
+    std::fputs(fabricsim::bench::to_json(report).c_str(), json);
     std::fclose(json);
   }
-  for (int r = 0; r < ngpus; ++r) {
-    ncclCommDestroy(comms[r]);
-    cudaSetDevice(r);
-    cudaFree(g[r].send);
-    cudaFree(g[r].recv);
-    cudaStreamDestroy(g[r].stream);
+  for (int i = 0; i < ngpus; ++i) {
+    ncclCommDestroy(comms[i]);
+    cudaSetDevice(g[i].dev);
+    cudaFree(g[i].send);
+    cudaFree(g[i].recv);
+    cudaStreamDestroy(g[i].stream);
   }
-  if (rows.empty()) fail(2, "unknown --op '" + op_name + "' (--help lists them)");
   if (total_wrong > 0) fail(1, std::to_string(total_wrong) + " wrong result elements: see #wrong");
+  finalize_mpi();
   return 0;
 }
