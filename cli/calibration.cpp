@@ -253,6 +253,14 @@ double CalibrationParameter::get(const Scenario& s) const {
   throw std::logic_error("unknown calibration parameter " + key);
 }
 
+std::string CalibrationParameter::at_bound(double v) const {
+  // Within 0.1 % of a bound (the fit works in ln p: a relative distance).
+  if (v <= min * 1.001)
+    return "at its lower bound: the model is slower than the measurements even without it";
+  if (v >= max * 0.999) return "at its upper bound: the model stays faster than the measurements";
+  return {};
+}
+
 void CalibrationParameter::set(Scenario& s, double v) const {
   if (key == "flow.efficiency_nvlink") {
     s.flow_efficiency.nvlink = v;
@@ -447,9 +455,11 @@ std::string calibration_overlay(const Calibration& c, const std::filesystem::pat
       fixed += " " + p.key;
       continue;
     }
-    const double err = c.fit.rel_std_error[i] * 100;
-    add(p.key, p.time_us ? fmt::format("\"{:.4f}us\"  # +- {:.2f} %", v, err)
-                         : fmt::format("{:.5f}  # +- {:.2f} %", v, err));
+    const std::string bound = p.at_bound(v);
+    const std::string note =
+        bound.empty() ? fmt::format("+- {:.2f} %", c.fit.rel_std_error[i] * 100) : bound;
+    add(p.key, p.time_us ? fmt::format("\"{:.4f}us\"  # {}", v, note)
+                         : fmt::format("{:.5f}  # {}", v, note));
   }
   if (!fixed.empty())
     text +=
@@ -547,6 +557,11 @@ int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err)
     if (!cal.fit.identifiable[i]) {
       out << fmt::format("{:<28} {:>12.4f} {:>12} {:>10}\n", p.key, p.get(s), "-",
                          "not identifiable");
+      continue;
+    }
+    if (const std::string bound = p.at_bound(cal.fit.values[i]); !bound.empty()) {
+      out << fmt::format("{:<28} {:>12.4f} {:>12.4f}  {}\n", p.key, p.get(s), cal.fit.values[i],
+                         bound);
       continue;
     }
     out << fmt::format("{:<28} {:>12.4f} {:>12.4f} {:>9.2f}%\n", p.key, p.get(s), cal.fit.values[i],

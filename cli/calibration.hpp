@@ -60,6 +60,8 @@ struct CalibrationParameter {
   double start = 0;      // where the fit starts when the scenario's value is below min
   double get(const Scenario& s) const;
   void set(Scenario& s, double v) const;
+  // What a fitted value at one of the bounds means ("" inside them): its uncertainty is not.
+  std::string at_bound(double v) const;
 };
 // "ib_write_lat" / "ib_send_lat" for a perftest latency test's title, else "" (RDMA read
 // latency is a request and a response: not a single message).

@@ -98,6 +98,7 @@ TEST(Parsers, PerftestBandwidthInMiBAndGbitsAndLatency) {
   EXPECT_DOUBLE_EQ(gb.rows[0].bw_avg_gbps, 391.87);
   const auto lat = parse_perftest(fixture("ib_write_lat.txt"), "f");
   EXPECT_TRUE(lat.latency);
+  EXPECT_EQ(lat.test, "RDMA_Write Latency Test");
   ASSERT_EQ(lat.rows.size(), 1u);
   EXPECT_DOUBLE_EQ(lat.rows[0].t_typical, 1.04);
   EXPECT_DOUBLE_EQ(lat.rows[0].p999, 4.22);

@@ -214,10 +214,12 @@ PerftestOutput parse_perftest(std::string_view text, const std::string& source) 
     last = n;
     const std::string_view s = trim(line);
     if (s.empty() || s.front() == '-') continue;
-    if (s.find("BW Test") != std::string_view::npos ||
-        s.find("Lat Test") != std::string_view::npos) {
+    // "RDMA_Write BW Test", "RDMA_Write Latency Test" (older versions: "... Lat Test").
+    const bool lat_title = s.find("Lat Test") != std::string_view::npos ||
+                           s.find("Latency Test") != std::string_view::npos;
+    if (lat_title || s.find("BW Test") != std::string_view::npos) {
       out.test = std::string(s);
-      out.latency = s.find("Lat Test") != std::string_view::npos;
+      out.latency = lat_title;
       continue;
     }
     if (const auto v = value_after(s, "Link type")) out.link_type = std::string(*v);
