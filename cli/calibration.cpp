@@ -205,28 +205,34 @@ auto nccl_latency(Config& c, const std::string& key) -> decltype(&c.launch_laten
 // Per link class: the flow level's bandwidth efficiency (beta) and NCCL's step latency per
 // protocol (alpha, the tuner's hwLat); per protocol the launch latency. Step latencies over
 // PCIe are left out: nccl-tests on NVLink servers never step over PCIe alone.
+//
+// The step latencies only separate from the launch latency with sweeps at several rank counts
+// on each link class (the time of a small operation is launch + steps x step latency, and the
+// steps grow with the ranks): they are fitted when asked for.
 std::vector<CalibrationParameter> calibration_parameters() {
+  using Use = CalibrationParameter::Use;
   std::vector<CalibrationParameter> out = {{"flow.efficiency_nvlink", 0.05, 1.0, false},
                                            {"flow.efficiency_network", 0.05, 1.0, false}};
   for (const char* p : kProtos)
     out.push_back({fmt::format("nccl.launch_latency.{}", p), 0.1, 1000, true});
   for (const char* p : kProtos)
     for (const char* l : {"nvlink", "net"})
-      out.push_back({fmt::format("nccl.step_latency.{}_{}", p, l), 0.01, 1000, true});
+      out.push_back(
+          {fmt::format("nccl.step_latency.{}_{}", p, l), 0.01, 1000, true, 0, Use::kOnRequest});
   // From 0 by default: the fit starts at 1 us (it works on the parameter's logarithm).
-  out.push_back({"nic.message_overhead", 0.01, 100, true, 1.0});
+  out.push_back({"nic.message_overhead", 0.01, 100, true, 1.0, Use::kWithRdmaLatencyRows});
   return out;
 }
 
-// The step latencies only separate from the launch latency with sweeps at several rank counts
-// on each link class (the time of a small operation is launch + steps x step latency, and the
-// steps grow with the ranks): they are fitted when asked for.
 std::vector<CalibrationParameter> calibration_parameters(const std::vector<std::string>& keys,
                                                          bool rdma_latency_rows) {
+  using Use = CalibrationParameter::Use;
   const auto all = calibration_parameters();
   if (keys.empty()) {
-    std::vector<CalibrationParameter> out(all.begin(), all.begin() + 5);
-    if (rdma_latency_rows) out.push_back(all.back());
+    std::vector<CalibrationParameter> out;
+    for (const auto& p : all)
+      if (p.use == Use::kDefault || (p.use == Use::kWithRdmaLatencyRows && rdma_latency_rows))
+        out.push_back(p);
     return out;
   }
   if (keys.size() == 1 && keys.front() == "all") return all;
@@ -256,8 +262,9 @@ double CalibrationParameter::get(const Scenario& s) const {
 std::string CalibrationParameter::at_bound(double v) const {
   // Within 0.1 % of a bound (the fit works in ln p: a relative distance).
   if (v <= min * 1.001)
-    return "at its lower bound: the model is slower than the measurements even without it";
-  if (v >= max * 0.999) return "at its upper bound: the model stays faster than the measurements";
+    return fmt::format("at its lower bound {}: the measurements ask for less", min);
+  if (v >= max * 0.999)
+    return fmt::format("at its upper bound {}: the measurements ask for more", max);
   return {};
 }
 
@@ -432,7 +439,7 @@ std::string calibration_overlay(const Calibration& c, const std::filesystem::pat
                                 const std::string& from) {
   const auto base = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
   std::string text = fmt::format(
-      "# Written by `fabricsim calibrate` from {} ({} nccl-tests rows; fit: rms relative error "
+      "# Written by `fabricsim calibrate` from {} ({} measured rows; fit: rms relative error "
       "{:.2f} %, {} iterations).\n# Uncertainties are 1 sigma, relative. Values apply at flow "
       "level (fidelity = \"flow\"); launch latencies and HBM at both levels.\n",
       from, rows, c.fit.rms * 100, c.fit.iterations);

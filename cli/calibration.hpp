@@ -58,6 +58,8 @@ struct CalibrationParameter {
   double min = 0, max = 0;
   bool time_us = false;  // written as a time ("9.1us") rather than a number
   double start = 0;      // where the fit starts when the scenario's value is below min
+  // In the default set always, only with RDMA latency rows, or only when named (--fit).
+  enum class Use { kDefault, kWithRdmaLatencyRows, kOnRequest } use = Use::kDefault;
   double get(const Scenario& s) const;
   void set(Scenario& s, double v) const;
   // What a fitted value at one of the bounds means ("" inside them): its uncertainty is not.

@@ -203,6 +203,7 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
     const LinkInfo& first_link = g[routing_.endpoint_link(m.src)];
     add_hop(r, src_nic, routing_.switch_vertex(s), first_link, packet, first);
     r.latency += params_.switch_latency;
+    // The sending NIC's per-message overhead (RDMA; as RdmaNic adds it at packet level).
     if (params_.nic.transport == Transport::kRdma) r.latency += params_.nic.message_overhead;
     first = false;
     const std::uint64_t flow =
