@@ -295,6 +295,19 @@ std::string DirectEstimate::toml_value() const {
                                : fmt::format("{:.5f}", value);
 }
 
+namespace {
+
+// Payload rate (GB/s) of a GPU's host path: its PCIe link and, under a PCIe switch, the
+// switch's uplink to the CPU (a pinned host copy crosses both).
+double host_path_gbs(const ServerSpec& sv) {
+  Bandwidth path = sv.gpu_pcie.rate();
+  if (!sv.gpus.empty() && sv.gpus.front().pcie_switch >= 0)
+    path = std::min(path, sv.uplink_pcie.rate());
+  return static_cast<double>(path.bps()) / 8e9;
+}
+
+}  // namespace
+
 std::vector<DirectEstimate> direct_estimates(const Scenario& s, const MeasurementSet& set,
                                              std::vector<std::string>& notes) {
   std::vector<DirectEstimate> out;
@@ -315,16 +328,14 @@ std::vector<DirectEstimate> direct_estimates(const Scenario& s, const Measuremen
   if (d2d > 0)
     out.push_back({"nccl.gpu_hbm", 2 * d2d,
                    fmt::format("2 x device-to-device copy {:.1f} GB/s ({})", d2d, files)});
-  // PCIe: a pinned host copy crosses the GPU's link and, under a PCIe switch, its uplink; the
-  // flow level moves it at the slower one's payload rate times the efficiency.
+  // PCIe: the flow level moves a host copy at the host path's payload rate times the
+  // efficiency.
   if (s.cluster.servers <= 0 || s.cluster.server.gpus.empty()) {
     notes.push_back("micro: no PCIe efficiency: the scenario has no server model");
     return out;
   }
   const ServerSpec& sv = s.cluster.server;
-  Bandwidth path = sv.gpu_pcie.rate();
-  if (sv.gpus.front().pcie_switch >= 0) path = std::min(path, sv.uplink_pcie.rate());
-  const double path_gbs = static_cast<double>(path.bps()) / 8e9;
+  const double path_gbs = host_path_gbs(sv);
   const double copy = (h2d + d2h) / 2;
   if (copy > path_gbs) {
     notes.push_back(fmt::format(
@@ -693,6 +704,28 @@ int run_diagnose(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
                      bw, bw / nvlink_gbs * 100, nvlink_gbs, m->source),
          "check GPU-NIC and GPU-GPU paths and NUMA affinity: nvidia-smi topo -m, numactl", bad});
   }
+  // 1b. Pinned host copies (fabricsim-bench --micro) against the GPU's PCIe host path: a link
+  // trained below its generation or width, or a buffer on the far socket.
+  for (const auto& [file, m] : set.micro) {
+    const double copy = (m.h2d_gbs + m.d2h_gbs) / 2;
+    if (!s || s->cluster.servers <= 0) {
+      findings.push_back({"PCIe (host <-> GPU)",
+                          fmt::format("host copies h2d {:.1f}, d2h {:.1f} GB/s ({}; give "
+                                      "--scenario for the PCIe path rate)",
+                                      m.h2d_gbs, m.d2h_gbs, file),
+                          "", false});
+      continue;
+    }
+    const double path = host_path_gbs(s->cluster.server);
+    findings.push_back(
+        {"PCIe (host <-> GPU)",
+         fmt::format("host copies h2d {:.1f}, d2h {:.1f} GB/s = {:.0f} % of the {:.1f} GB/s PCIe "
+                     "path ({})",
+                     m.h2d_gbs, m.d2h_gbs, copy / path * 100, path, file),
+         "check the negotiated PCIe generation and width (nvidia-smi -q -d PCIE, lspci -vv "
+         "LnkSta) and that the pinned buffer sits on the GPU's socket (numactl)",
+         copy < 0.7 * path});
+  }
   // 2. Point-to-point RDMA against the link rate.
   double link_gbps = 0;
   if (s) link_gbps = static_cast<double>(s->cluster.fabric.link_rate.bps()) / 1e9;
@@ -735,7 +768,8 @@ int run_diagnose(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
     findings.push_back(
         {"PCIe topology", f, "check the NVLink/NVSwitch state (nvidia-smi nvlink -s)", true});
   if (findings.empty()) {
-    out << "no evidence to diagnose: give nccl-tests, perftest, nvidia-smi or ethtool outputs\n";
+    out << "no evidence to diagnose: give nccl-tests, perftest, nvidia-smi, ethtool or "
+           "fabricsim-bench outputs\n";
     return 0;
   }
   const Finding* verdict = nullptr;

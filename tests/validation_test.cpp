@@ -476,6 +476,25 @@ TEST(Calibration, HarnessJsonCalibratesLikeTextAndGivesPcieAndHbmDirectly) {
                      out, err),
             2);
   EXPECT_NE(err.str().find("--fit: unknown parameter 'nope'"), std::string::npos) << err.str();
+  // Diagnose: those host copies are 78 % of the PCIe path; a host at a third of it is suspect.
+  std::ostringstream diag;
+  ASSERT_EQ(
+      cli_main({"diagnose", "--measurements", dir.string(), "--scenario", scenario}, diag, err), 0);
+  EXPECT_NE(diag.str().find("[ok] PCIe (host <-> GPU): host copies h2d 24.0, d2h 25.0 GB/s = 78 %"),
+            std::string::npos)
+      << diag.str();
+  const auto slow = dir / "slow";
+  std::filesystem::create_directories(slow);
+  one.micro->h2d_gbs = 10;
+  one.micro->d2h_gbs = 11;
+  std::ofstream(slow / "one.json") << bench::to_json(one);
+  diag.str("");
+  ASSERT_EQ(
+      cli_main({"diagnose", "--measurements", slow.string(), "--scenario", scenario}, diag, err),
+      0);
+  EXPECT_NE(diag.str().find("bottleneck: PCIe (host <-> GPU)\nnext: check the negotiated PCIe"),
+            std::string::npos)
+      << diag.str();
   // The same rows as nccl-tests text beside the JSON (the harness's --out-dir) are read once.
   std::ofstream(dir / "all_reduce_perf.txt") << fixture("nccl_tests_2.19_all_reduce.txt");
   const MeasurementSet both = load_measurements(dir);
