@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -509,13 +510,17 @@ TEST(Calibration, HarnessJsonCalibratesLikeTextAndGivesPcieAndHbmDirectly) {
 }
 
 namespace {
-// Runs a shell command; returns its exit status and output.
+// Runs a shell command; returns its exit status and output (captured in a file of this
+// process's own: ctest runs the harness tests in parallel processes).
 [[maybe_unused]] std::pair<int, std::string> shell(const std::string& cmd) {
-  const auto out = std::filesystem::temp_directory_path() / "fabricsim-bench-out.txt";
+  const auto out = std::filesystem::temp_directory_path() /
+                   ("fabricsim-bench-out-" + std::to_string(getpid()) + ".txt");
   const int status = std::system((cmd + " > " + out.string() + " 2>&1").c_str());
   std::ifstream in(out);
   std::ostringstream s;
   s << in.rdbuf();
+  in.close();
+  std::filesystem::remove(out);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, s.str()};
 }
 }  // namespace
