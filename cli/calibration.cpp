@@ -106,6 +106,14 @@ MeasurementSet load_measurements(const std::filesystem::path& dir) {
                                       r.micro ? ", single-GPU micro figures" : ""));
     } else if (tool == "fabricsim-verbs-bench") {
       add_perftest(validation::parse_verbs_bench_json(text, name), name);
+    } else if (validation::looks_like_results_json(text)) {
+      auto r = validation::parse_results_json(text, name);
+      const std::vector<std::pair<std::string, std::uint64_t>> counters(r.counters.begin(),
+                                                                        r.counters.end());
+      set.pause_frames.emplace_back(name, pfc_pause_frames(counters));
+      set.notes.push_back(fmt::format("{}: fabricsim {} results ({}), {} link loads", name,
+                                      r.version, r.status, r.bottlenecks.size()));
+      set.simulations.emplace_back(name, std::move(r));
     } else if (validation::looks_like_nccl_tests(text)) {
       const auto o = validation::parse_nccl_tests(text, name);
       const std::string binary = binary_of(o, f);
@@ -661,6 +669,7 @@ int run_diagnose(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
   struct Finding {
     std::string layer, evidence, next;
     bool bad = false;
+    std::string tag = {};  // printed instead of ok/suspect ("model": the model's other layers)
   };
   std::vector<Finding> findings;
   // Largest size per (binary, ranks): the bandwidth regime.
@@ -767,14 +776,46 @@ int run_diagnose(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
   for (const auto& f : set.topology_findings)
     findings.push_back(
         {"PCIe topology", f, "check the NVLink/NVSwitch state (nvidia-smi nvlink -s)", true});
+  // 5. The model's own attribution, from a simulation's results.json: per layer, the busiest
+  // link's busy time (utilisation x the run) and the time it was paused. The busiest layer is
+  // the model's bottleneck; compare it with the measured cluster's verdict.
+  for (const auto& [file, r] : set.simulations) {
+    const double span_ms = static_cast<double>(r.sim_time_ps) * 1e-9;
+    std::map<std::string, const validation::SimulationResults::Load*> busiest;
+    for (const auto& l : r.bottlenecks) {
+      auto& b = busiest[l.layer];
+      if (b == nullptr || l.utilization > b->utilization) b = &l;
+    }
+    std::vector<const validation::SimulationResults::Load*> layers;
+    for (const auto& [layer, l] : busiest) layers.push_back(l);
+    std::stable_sort(layers.begin(), layers.end(),
+                     [](const auto* a, const auto* b) { return a->utilization > b->utilization; });
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const auto& l = *layers[i];
+      findings.push_back(
+          {fmt::format("model: {}", l.layer),
+           fmt::format("busiest link {} busy {:.3f} ms = {:.0f} % of the {:.3f} ms run{} ({})",
+                       l.port, l.utilization * span_ms, l.utilization * 100, span_ms,
+                       l.paused_us > 0 ? fmt::format(", paused {:.3f} ms", l.paused_us / 1e3)
+                                       : std::string(),
+                       file),
+           "the model's busiest layer: compare with the measured cluster's diagnosis; in the "
+           "model, relieve it (rates, oversubscription, routing) and rerun",
+           i == 0, i == 0 ? "" : "model"});
+    }
+  }
   if (findings.empty()) {
     out << "no evidence to diagnose: give nccl-tests, perftest, nvidia-smi, ethtool or "
-           "fabricsim-bench outputs\n";
+           "fabricsim-bench outputs, or a fabricsim results.json\n";
     return 0;
   }
   const Finding* verdict = nullptr;
   for (const auto& f : findings) {
-    out << fmt::format("[{}] {}: {}\n", f.bad ? "suspect" : "ok", f.layer, f.evidence);
+    out << fmt::format("[{}] {}: {}\n",
+                       !f.tag.empty() ? f.tag
+                       : f.bad        ? "suspect"
+                                      : "ok",
+                       f.layer, f.evidence);
     if (f.bad && verdict == nullptr) verdict = &f;
   }
   if (verdict != nullptr)

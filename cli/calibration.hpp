@@ -22,6 +22,7 @@
 #include "models/nccl.hpp"
 #include "validation/fit.hpp"
 #include "validation/harness/bench_report.hpp"
+#include "validation/parsers.hpp"
 
 namespace fabricsim {
 
@@ -46,6 +47,8 @@ struct MeasurementSet {
   std::vector<std::string> topology_findings;
   // fabricsim-bench --micro figures per JSON file: PCIe copy bandwidth, HBM copy, launch.
   std::vector<std::pair<std::string, bench::Micro>> micro;
+  // fabricsim's own results.json: the model's link loads, for diagnose.
+  std::vector<std::pair<std::string, validation::SimulationResults>> simulations;
 };
 
 // Reads every regular file of `dir` (sorted by name) that one of the parsers recognises.

@@ -29,6 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 #elif FUZZ_FORMAT == 7
     if (harness_json_tool(text) == "fabricsim-verbs-bench")
       (void)parse_verbs_bench_json(text, source);
+    else if (looks_like_results_json(text))
+      (void)parse_results_json(text, source);
     else
       (void)parse_bench_json(text, source);
 #endif

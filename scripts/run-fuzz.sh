@@ -13,7 +13,7 @@ cp tests/data/validation/ib_* fuzz-corpus/perftest/
 cp tests/data/validation/nvidia_smi_* fuzz-corpus/nvidia_smi/
 cp tests/data/validation/ethtool_* fuzz-corpus/ethtool/
 cp tests/data/validation/nccl_debug* fuzz-corpus/nccl_log/
-cp tests/data/validation/*.json fuzz-corpus/harness_json/
+cp tests/data/validation/*.json tests/data/golden_results.json fuzz-corpus/harness_json/
 find scenarios tests/data -name '*.xml' -exec cp {} fuzz-corpus/nccl_xml/ \;
 cp scenarios/*.toml tests/data/*.toml tests/regressions/*.toml fuzz-corpus/scenario/ 2>/dev/null || true
 printf '1.2us' > fuzz-corpus/units/a; printf '64KiB' > fuzz-corpus/units/b

@@ -227,6 +227,30 @@ TEST(Parsers, HarnessJsonRoundTripsAndNamesTheLineOfBadInput) {
   EXPECT_NE(what.find("\"test\" is 'read_bw', expected"), std::string::npos) << what;
 }
 
+TEST(Parsers, SimulationResultsJsonForDiagnosingTheModel) {
+  std::ifstream in(std::filesystem::path(FABRICSIM_SOURCE_DIR) / "tests/data/golden_results.json");
+  std::ostringstream text;
+  text << in.rdbuf();
+  ASSERT_TRUE(looks_like_results_json(text.str()));
+  EXPECT_FALSE(looks_like_results_json(fixture("fabricsim_bench.json")));
+  const SimulationResults r = parse_results_json(text.str(), "results.json");
+  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.sim_time_ps, 362405511u);
+  ASSERT_EQ(r.bottlenecks.size(), 4u);
+  EXPECT_EQ(r.bottlenecks[2].port, "host1.nic");
+  EXPECT_DOUBLE_EQ(r.bottlenecks[2].paused_us, 49.541);
+  EXPECT_EQ(r.counters.at("switch0.port1.tx_prio3_pause"), 22u);
+  EXPECT_DOUBLE_EQ(r.metrics.at("pfc_pause_frames"), 90);
+  std::string bad = text.str();
+  const std::string counter = "\"host0.cnp_sent\" : 21";
+  bad.replace(bad.find(counter), counter.size(), "\"host0.cnp_sent\" : 2.5");
+  const auto [line, what] = parse_error(parse_results_json, bad);
+  EXPECT_NE(what.find("counter 'host0.cnp_sent': '2.5' is not an integer"), std::string::npos)
+      << what;
+  EXPECT_EQ(line, static_cast<std::size_t>(
+                      std::count(bad.begin(), bad.begin() + bad.find("host0.cnp_sent"), '\n') + 1));
+}
+
 TEST(Fit, RecoversLatencyAndBandwidthDespiteNoiseAndAnOutlier) {
   // t(S) = alpha + S / beta with alpha = 12 us, beta = 40 GB/s (40e3 B/us), +-1 % noise from
   // a fixed sequence, and one measurement disturbed 3x (another job on the link).
@@ -417,6 +441,22 @@ TEST(Calibration, CommandsWriteALoadableOverlayValidateAndDiagnose) {
       << text;
   EXPECT_NE(text.find("% of the NVLink peak 300 GB/s"), std::string::npos) << text;
   EXPECT_NE(text.find("bottleneck: "), std::string::npos) << text;
+  // Diagnose on the model: a run's results.json (the golden incast) gives its PFC pauses and
+  // each layer's busiest link, the busiest layer named.
+  const auto sim = dir / "sim";
+  ASSERT_EQ(run({"run", std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/golden.toml", "--out",
+                 sim.string(), "--quiet"}),
+            0);
+  ASSERT_EQ(run({"diagnose", "--measurements", sim.string()}, &text), 0);
+  EXPECT_NE(text.find("[suspect] network (PFC): 90 PFC pause frames"), std::string::npos) << text;
+  EXPECT_NE(text.find("[suspect] model: leaf downlink: busiest link switch0.port0 busy 0.086 ms "
+                      "= 24 % of the 0.362 ms run"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("[model] model: NIC: busiest link host1.nic busy 0.021 ms = 6 % of the "
+                      "0.362 ms run, paused 0.050 ms"),
+            std::string::npos)
+      << text;
   // A malformed file is an input error naming file and line.
   std::ofstream(dir / "m" / "broken.txt") << "# Collective test starting: all_reduce_perf\n"
                                              "#  size count type redop root time algbw busbw\n"

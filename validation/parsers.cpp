@@ -555,6 +555,47 @@ bench::Report parse_bench_json(std::string_view text, const std::string& source)
   return r;
 }
 
+bool looks_like_results_json(std::string_view text) {
+  const auto start = text.find_first_not_of(" \t\r\n");
+  return start != std::string_view::npos && text[start] == '{' &&
+         text.find("\"fabricsim_version\"") != std::string_view::npos;
+}
+
+SimulationResults parse_results_json(std::string_view text, const std::string& source) {
+  const pt::ptree tree = read_json_tree(text, source);
+  const JsonObject top(tree, "", 1, source);
+  SimulationResults r;
+  r.version = top.text("fabricsim_version");
+  r.status = top.text("status");
+  r.sim_time_ps = top.count("sim_time_ps");
+  std::size_t i = 0;
+  if (const auto loads = tree.get_child_optional("bottlenecks")) {
+    for (const auto& [name, row] : *loads) {
+      const JsonObject o(row, fmt::format("bottlenecks[{}]: ", i),
+                         element_line(text, "bottlenecks", i), source);
+      r.bottlenecks.push_back(
+          {o.text("layer"), o.text("port"), o.number("utilization"), o.number("paused_us")});
+      ++i;
+    }
+  }
+  // Keys hold dots ("host0.nic.tx_bytes"): read the children as they are, not as paths.
+  const auto read_map = [&](const char* table, const char* item, auto convert, const char* kind,
+                            auto& into) {
+    const auto node = tree.get_child_optional(table);
+    if (!node) return;
+    for (const auto& [key, value] : *node) {
+      const auto v = convert(value.data());
+      if (!v)
+        throw ParseError(source, line_at(text, text.find(fmt::format("\"{}\"", key))),
+                         fmt::format("{} '{}': '{}' is not {}", item, key, value.data(), kind));
+      into[key] = *v;
+    }
+  };
+  read_map("counters", "counter", to_u64, "an integer", r.counters);
+  read_map("metrics", "metric", to_double, "a number", r.metrics);
+  return r;
+}
+
 PerftestOutput parse_verbs_bench_json(std::string_view text, const std::string& source) {
   const pt::ptree tree = read_json_tree(text, source);
   const JsonObject top(tree, "", 1, source);

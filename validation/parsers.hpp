@@ -110,4 +110,20 @@ PerftestOutput parse_verbs_bench_json(std::string_view text, const std::string& 
 // "tool" (a cheap look at the text, not a parse), else "".
 std::string harness_json_tool(std::string_view text);
 
+// ---- fabricsim's own results.json (`fabricsim run --out DIR`), for diagnosing the model ----
+struct SimulationResults {
+  std::string version, status;
+  std::uint64_t sim_time_ps = 0;  // the span the link loads are over
+  struct Load {
+    std::string layer, port;
+    double utilization = 0, paused_us = 0;
+  };
+  std::vector<Load> bottlenecks;  // the busiest links per layer
+  std::map<std::string, std::uint64_t> counters;
+  std::map<std::string, double> metrics;
+};
+SimulationResults parse_results_json(std::string_view text, const std::string& source);
+// A JSON object naming "fabricsim_version" (a cheap look, not a parse).
+bool looks_like_results_json(std::string_view text);
+
 }  // namespace fabricsim::validation
