@@ -222,6 +222,26 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
   return r;
 }
 
+std::size_t FlowNetwork::RouteKeyHash::operator()(const RouteKey& k) const {
+  // FNV-1a over the fields (the key is small and hashed once per lookup).
+  std::uint64_t h = 1469598103934665603ull;
+  for (const std::uint64_t v :
+       {std::uint64_t{k.src}, std::uint64_t{k.dst}, std::uint64_t{k.src_gpu},
+        std::uint64_t{k.dst_gpu}, std::uint64_t{k.connection}, static_cast<std::uint64_t>(k.unit)})
+    h = (h ^ v) * 1099511628211ull;
+  return static_cast<std::size_t>(h);
+}
+
+const FlowNetwork::Route& FlowNetwork::connection_route(const Message& m) {
+  // The key holds everything route_of reads of the message: its ends, its connection (the
+  // ECMP hash) and the packet it sizes latencies with.
+  const Bytes unit = std::min(params_.nic.format.mtu, std::max(m.size, Bytes(1)));
+  const RouteKey key{m.src, m.dst, m.src_gpu, m.dst_gpu, m.connection, unit.count()};
+  auto it = route_cache_.find(key);
+  if (it == route_cache_.end()) it = route_cache_.emplace(key, route_of(m)).first;
+  return it->second;
+}
+
 std::uint32_t FlowNetwork::open_connection() {
   connections_.emplace_back();
   return static_cast<std::uint32_t>(connections_.size() - 1);
@@ -272,7 +292,7 @@ std::uint64_t FlowNetwork::post_pipeline(std::span<const Message> members, Bytes
   const std::uint64_t id = new_message(m);
   scratch_.clear();
   for (const Message& member : members) {
-    const Route r = route_of(member);
+    const Route& r = connection_route(member);
     scratch_.insert(scratch_.end(), r.resources.begin(), r.resources.end());
   }
   // The copy engines' limit: a resource of the pipeline's own.

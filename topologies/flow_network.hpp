@@ -20,6 +20,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "models/collective.hpp"
@@ -46,7 +47,7 @@ class FlowNetwork final : public TransferPort {
   bool pipelines() const override { return true; }
   std::uint64_t post_pipeline(std::span<const Message> members, Bytes bytes, double rate_cap,
                               Time floor, Time tail) override;
-  Time path_latency(const Message& m) override { return route_of(m).latency; }
+  Time path_latency(const Message& m) override { return connection_route(m).latency; }
   MessageLog& messages() { return log_; }
   const MessageLog& messages() const { return log_; }
   void start_messages();
@@ -98,6 +99,20 @@ class FlowNetwork final : public TransferPort {
   void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet, bool first);
   void add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first);
   Route route_of(const Message& m);
+  // route_of for the members of streamed pipelines, computed once per connection and packet
+  // size: the collective engine asks for a member's latency while planning (often more than
+  // once) and for its resources when the pipeline starts. Bounded by the communicators'
+  // connections (ordinary messages, often on connections of their own, are not cached).
+  const Route& connection_route(const Message& m);
+  struct RouteKey {
+    std::uint32_t src, dst, src_gpu, dst_gpu, connection;
+    Bytes::rep unit;
+    bool operator==(const RouteKey&) const = default;
+  };
+  struct RouteKeyHash {
+    std::size_t operator()(const RouteKey& k) const;
+  };
+  std::unordered_map<RouteKey, Route, RouteKeyHash> route_cache_;
   std::uint64_t new_message(const Message& m);  // a log slot (recycled when allowed)
   void on_start(std::uint64_t id);
   void activate(std::uint64_t id);
