@@ -181,15 +181,24 @@ class CollectiveEngine::Builder {
     commit();
   }
 
-  // Broadcast (root first, data flows along the ring) or Reduce (towards the root, last).
-  void chain(int c, std::uint64_t bytes, bool reduce, int root) {
+  // The ranks of channel c's ring in chain order: from the root for Broadcast, ending at it
+  // for Reduce (the data flows towards the root).
+  std::vector<std::uint32_t> chain_order(int c, bool reduce, int root) const {
     const CommChannel& ch = channel(c);
     const auto n = static_cast<std::uint32_t>(ch.ring.size());
     const auto root_pos = static_cast<std::uint32_t>(
         std::find(ch.ring.begin(), ch.ring.end(), static_cast<std::uint32_t>(root)) -
         ch.ring.begin());
-    std::vector<std::uint32_t> order(n), s(n), out(n);
+    std::vector<std::uint32_t> order(n);
     for (std::uint32_t i = 0; i < n; ++i) order[i] = ch.ring[(root_pos + (reduce ? i + 1 : i)) % n];
+    return order;
+  }
+
+  // Broadcast (root first, data flows along the ring) or Reduce (towards the root, last).
+  void chain(int c, std::uint64_t bytes, bool reduce, int root) {
+    const std::vector<std::uint32_t> order = chain_order(c, reduce, root);
+    const auto n = static_cast<std::uint32_t>(order.size());
+    std::vector<std::uint32_t> s(n), out(n);
     for (std::uint32_t i = 0; i < n; ++i) s[i] = stream(order[i]);
     for (std::uint32_t i = 0; i + 1 < n; ++i)
       out[i] = conn(c, order[i], order[i + 1], 0, s[i], s[i + 1]);
@@ -373,13 +382,9 @@ class CollectiveEngine::Builder {
   // Chain (Broadcast, Reduce): a slice takes n-1 hops before the last rank has it (fill),
   // then the rest streams at the common rate.
   void stream_chain(int c, std::uint64_t bytes, bool reduce, int root) {
-    const CommChannel& ch = channel(c);
-    const auto n = static_cast<std::uint32_t>(ch.ring.size());
-    const auto root_pos = static_cast<std::uint32_t>(
-        std::find(ch.ring.begin(), ch.ring.end(), static_cast<std::uint32_t>(root)) -
-        ch.ring.begin());
-    std::vector<std::uint32_t> order(n), out(n - 1);
-    for (std::uint32_t i = 0; i < n; ++i) order[i] = ch.ring[(root_pos + (reduce ? i + 1 : i)) % n];
+    const std::vector<std::uint32_t> order = chain_order(c, reduce, root);
+    const auto n = static_cast<std::uint32_t>(order.size());
+    std::vector<std::uint32_t> out(n - 1);
     for (std::uint32_t i = 0; i + 1 < n; ++i)
       out[i] = conn(c, order[i], order[i + 1], 0, order[i], order[i + 1]);
     const std::uint64_t slice = slice_of(std::max<std::uint64_t>(
