@@ -121,11 +121,14 @@ Vertex FlowNetwork::gpu_vertex(std::uint32_t endpoint, std::uint32_t gpu) const 
   return gpu == Message::kPairedGpu ? paired_[endpoint] : gpus_.at(gpu);
 }
 
+Bytes FlowNetwork::packet_unit(const Message& m) const {
+  return std::min(params_.nic.format.mtu, std::max(m.size, Bytes(1)));
+}
+
 FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
   const auto& g = topo_.graph();
   Route r;
-  const Bytes mtu = params_.nic.format.mtu;
-  const Bytes unit = std::min(mtu, std::max(m.size, Bytes(1)));
+  const Bytes unit = packet_unit(m);
   const bool host = params_.host_side && !gpus_.empty();
   const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
   bool first = true;
@@ -235,8 +238,7 @@ std::size_t FlowNetwork::RouteKeyHash::operator()(const RouteKey& k) const {
 const FlowNetwork::Route& FlowNetwork::connection_route(const Message& m) {
   // The key holds everything route_of reads of the message: its ends, its connection (the
   // ECMP hash) and the packet it sizes latencies with.
-  const Bytes unit = std::min(params_.nic.format.mtu, std::max(m.size, Bytes(1)));
-  const RouteKey key{m.src, m.dst, m.src_gpu, m.dst_gpu, m.connection, unit.count()};
+  const RouteKey key{m.src, m.dst, m.src_gpu, m.dst_gpu, m.connection, packet_unit(m).count()};
   auto it = route_cache_.find(key);
   if (it == route_cache_.end()) it = route_cache_.emplace(key, route_of(m)).first;
   return it->second;

@@ -99,6 +99,8 @@ class FlowNetwork final : public TransferPort {
   void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet, bool first);
   void add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first);
   Route route_of(const Message& m);
+  // The packet a route's latencies are sized with: the message, up to one MTU.
+  Bytes packet_unit(const Message& m) const;
   // route_of for the members of streamed pipelines, computed once per connection and packet
   // size: the collective engine asks for a member's latency while planning (often more than
   // once) and for its resources when the pipeline starts. Bounded by the communicators'
