@@ -369,8 +369,6 @@ std::vector<double> simulate_measurements(const Scenario& scenario,
 
 std::vector<double> simulate_measurements(const Scenario& s, const BuiltCluster& cluster,
                                           const std::vector<Measurement>& measurements) {
-  const int per_server = s.cluster.servers > 0 ? static_cast<int>(s.cluster.server.gpus.size()) : 1;
-  const int servers = std::max(1, s.cluster.servers);
   std::vector<double> out;
   // One simulation per (binary, ranks, size): measurements repeat them across files.
   std::map<std::tuple<std::string, int, std::uint64_t>, double> done;
@@ -380,33 +378,36 @@ std::vector<double> simulate_measurements(const Scenario& s, const BuiltCluster&
       out.push_back(it->second);
       continue;
     }
-    if (m.binary.starts_with("ib_")) {
-      done[key] = rdma_message_latency_us(s, cluster, m.bytes);
-      out.push_back(done[key]);
-      continue;
-    }
-    NcclTestsArgs a;
-    a.binary = m.binary;
-    a.op = m.op;
-    a.min_bytes = a.max_bytes = m.bytes;
-    if (m.ranks <= per_server) {
-      a.ngpus = m.ranks;
-      a.nprocs = 1;
-    } else if (m.ranks % per_server == 0 && m.ranks / per_server <= servers) {
-      a.ngpus = per_server;
-      a.nprocs = m.ranks / per_server;
-    } else {
-      throw std::invalid_argument(
-          fmt::format("{}: {} ranks do not fit the scenario's {} servers of {} GPUs", m.source,
-                      m.ranks, servers, per_server));
-    }
-    const NcclTestsResult r = run_nccl_tests(s, cluster, a);
-    if (r.rows.empty() || !r.errors.empty())
-      throw std::runtime_error(fmt::format("{}: the simulation of this row failed", m.source));
-    done[key] = r.rows.front().time_us[0];
-    out.push_back(r.rows.front().time_us[0]);
+    const double us = m.rdma_latency() ? rdma_message_latency_us(s, cluster, m.bytes)
+                                       : nccl_tests_row_us(s, cluster, m);
+    done.emplace(key, us);
+    out.push_back(us);
   }
   return out;
+}
+
+double nccl_tests_row_us(const Scenario& s, const BuiltCluster& cluster, const Measurement& m) {
+  const int per_server = s.cluster.servers > 0 ? static_cast<int>(s.cluster.server.gpus.size()) : 1;
+  const int servers = std::max(1, s.cluster.servers);
+  NcclTestsArgs a;
+  a.binary = m.binary;
+  a.op = m.op;
+  a.min_bytes = a.max_bytes = m.bytes;
+  if (m.ranks <= per_server) {
+    a.ngpus = m.ranks;
+    a.nprocs = 1;
+  } else if (m.ranks % per_server == 0 && m.ranks / per_server <= servers) {
+    a.ngpus = per_server;
+    a.nprocs = m.ranks / per_server;
+  } else {
+    throw std::invalid_argument(
+        fmt::format("{}: {} ranks do not fit the scenario's {} servers of {} GPUs", m.source,
+                    m.ranks, servers, per_server));
+  }
+  const NcclTestsResult r = run_nccl_tests(s, cluster, a);
+  if (r.rows.empty() || !r.errors.empty())
+    throw std::runtime_error(fmt::format("{}: the simulation of this row failed", m.source));
+  return r.rows.front().time_us[0];
 }
 
 double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster,
@@ -433,17 +434,21 @@ double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster,
 
 Calibration calibrate(const Scenario& s, const std::vector<Measurement>& measurements,
                       const std::vector<std::string>& keys) {
+  return calibrate(s, BuiltCluster(s), measurements, keys);
+}
+
+Calibration calibrate(const Scenario& s, const BuiltCluster& cluster,
+                      const std::vector<Measurement>& measurements,
+                      const std::vector<std::string>& keys) {
   Calibration c;
-  const bool rdma_rows =
-      std::any_of(measurements.begin(), measurements.end(),
-                  [](const Measurement& m) { return m.binary.starts_with("ib_"); });
+  const bool rdma_rows = std::any_of(measurements.begin(), measurements.end(),
+                                     [](const Measurement& m) { return m.rdma_latency(); });
   c.params = calibration_parameters(keys, rdma_rows);
   std::vector<validation::FitParameter> fp;
   for (const auto& p : c.params)
     fp.push_back({p.key, p.get(s) >= p.min ? p.get(s) : p.start, p.min, p.max});
   std::vector<double> measured;
   for (const auto& m : measurements) measured.push_back(m.time_us);
-  const BuiltCluster cluster(s);  // the fitted parameters do not change the topology
   c.fit = validation::fit(fp, measured, [&](const std::vector<double>& v) {
     Scenario t = s;
     t.fidelity = Fidelity::kFlow;  // the efficiencies are flow-level parameters
@@ -613,10 +618,11 @@ int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
   Scenario s = load_scenario(c.scenario);
   if (!c.fidelity.empty()) s.fidelity = c.fidelity == "flow" ? Fidelity::kFlow : Fidelity::kPacket;
   const Split parts = split(set.collectives, c.holdout);
+  const BuiltCluster cluster(s);  // neither calibration nor fidelity changes the topology
   if (!parts.held.empty()) {
     apply_direct_estimates(s, set, err, err);
     // Fit on the rest, then judge on what the fit did not see.
-    const Calibration cal = calibrate(s, parts.fit, c.fit);
+    const Calibration cal = calibrate(s, cluster, parts.fit, c.fit);
     for (std::size_t i = 0; i < cal.params.size(); ++i) cal.params[i].set(s, cal.fit.values[i]);
     s.fidelity = Fidelity::kFlow;
     err << fmt::format("  calibrated on {} rows, holding out {}\n", parts.fit.size(),
@@ -625,7 +631,6 @@ int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
   const auto& judged = parts.held.empty() ? parts.fit : parts.held;
   out << fmt::format("{:<20} {:>6} {:>12} {:>12} {:>12} {:>8}  {}\n", "binary", "ranks", "bytes",
                      "measured_us", "simulated_us", "error_%", "role");
-  const BuiltCluster cluster(s);
   const std::vector<double> sim_fit = simulate_measurements(s, cluster, parts.fit);
   std::vector<ValidationRow> rows;
   print_table(parts.fit, sim_fit, "fit", out, rows);

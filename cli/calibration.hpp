@@ -34,7 +34,8 @@ struct Measurement {
   CollOp op = CollOp::kAllReduce;
   int ranks = 0;
   std::uint64_t bytes = 0;
-  double time_us = 0;  // out-of-place
+  double time_us = 0;                                              // out-of-place
+  bool rdma_latency() const { return binary.starts_with("ib_"); }  // a perftest latency row
 };
 
 struct MeasurementSet {
@@ -76,6 +77,9 @@ std::string perftest_latency_binary(const std::string& test);
 // first NIC of the second, GPU memory to GPU memory (as ib_write_lat --use_cuda), alone on the
 // fabric, at the scenario's fidelity.
 double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes);
+// One nccl-tests row's time (us) on the scenario's cluster at its fidelity, the ranks placed as
+// the measurement ran (n <= GPUs per server: one server; else whole servers).
+double nccl_tests_row_us(const Scenario& s, const BuiltCluster& cluster, const Measurement& m);
 
 // Every parameter calibration can fit.
 std::vector<CalibrationParameter> calibration_parameters();
@@ -113,6 +117,10 @@ struct Calibration {
   validation::FitResult fit;
 };
 Calibration calibrate(const Scenario& s, const std::vector<Measurement>& measurements,
+                      const std::vector<std::string>& keys = {});
+// The same on an already built cluster of `s` (the fitted parameters do not change it).
+Calibration calibrate(const Scenario& s, const BuiltCluster& cluster,
+                      const std::vector<Measurement>& measurements,
                       const std::vector<std::string>& keys = {});
 // The overlay file: `extends` the scenario, the fitted values with their uncertainty.
 std::string calibration_overlay(const Calibration& c, const std::filesystem::path& scenario,
