@@ -145,6 +145,20 @@ TEST(FlowLevel, AnUncongestedMessageFinishesWhenThePacketModelSaysAndIncastShare
 
 namespace {
 
+// 4 x DGX A100 on a full-bisection leaf-spine, its routes, the communicator over its 32 GPUs,
+// and the DGX network parameters with destination-mod-k routing (no ECMP collisions). Built in
+// place: the routing refers to the topology.
+struct DgxA100x4 {
+  Topology topo = build_cluster(fixtures::dgx_a100_x4());
+  Routing routing = Routing::compute(topo, 1);
+  CommLayout layout = build_communicator(topo, routing, {});
+  NetworkParams mod_k = [] {
+    NetworkParams p = fixtures::dgx_network(32_MiB);
+    p.path_selection = PathSelection::kDestModK;
+    return p;
+  }();
+};
+
 // Runs `messages` at both fidelities; returns (packet, flow) completion times per message, us.
 std::pair<std::vector<double>, std::vector<double>> both_fidelities(
     const Topology& topo, const Routing& routing, const NetworkParams& params,
@@ -201,11 +215,11 @@ TEST(FlowLevel, RingAllReduceOn4DgxA100MatchesPacketLevelWithin5Percent) {
   // 32 MiB moves 512 KiB slices; 4 MiB 64 KiB ones. (With 16 channels many small in-server
   // transfers overlap and the fluid model, which finishes them all together, runs up to ~10 %
   // slow: docs/fidelity.md.)
-  const Topology topo = build_cluster(fixtures::dgx_a100_x4());
-  const Routing routing = Routing::compute(topo, 1);
-  NetworkParams p = fixtures::dgx_network(32_MiB);
-  p.path_selection = PathSelection::kDestModK;
-  const CommLayout layout = build_communicator(topo, routing, {});
+  const DgxA100x4 dgx;
+  const Topology& topo = dgx.topo;
+  const Routing& routing = dgx.routing;
+  const NetworkParams& p = dgx.mod_k;
+  const CommLayout& layout = dgx.layout;
   const auto time = [&](auto& net, Simulation& sim, std::uint64_t bytes) {
     NcclConfig cfg;
     cfg.max_channels = 2;
@@ -232,11 +246,11 @@ TEST(FlowLevel, StreamedCollectivesMatchPrimitiveExecutionWithin5Percent) {
   // The same collectives on the same flow-level fabric, run primitive by primitive and as one
   // pipeline per channel (per sender for AllToAll): 4 x DGX A100 with destination-mod-k routing,
   // NCCL's 16 channels, sizes where streaming is the default (>= 64 MiB).
-  const Topology topo = build_cluster(fixtures::dgx_a100_x4());
-  const Routing routing = Routing::compute(topo, 1);
-  NetworkParams p = fixtures::dgx_network(32_MiB);
-  p.path_selection = PathSelection::kDestModK;
-  const CommLayout layout = build_communicator(topo, routing, {});
+  const DgxA100x4 dgx;
+  const Topology& topo = dgx.topo;
+  const Routing& routing = dgx.routing;
+  const NetworkParams& p = dgx.mod_k;
+  const CommLayout& layout = dgx.layout;
   struct Case {
     CollOp op;
     std::optional<Algo> algo;
@@ -275,9 +289,10 @@ TEST(FlowLevel, StreamedCollectivesMatchPrimitiveExecutionWithin5Percent) {
 }
 
 TEST(FlowLevel, AutoGranularityStreamsOnlyLargeCollectives) {
-  const Topology topo = build_cluster(fixtures::dgx_a100_x4());
-  const Routing routing = Routing::compute(topo, 1);
-  const CommLayout layout = build_communicator(topo, routing, {});
+  const DgxA100x4 dgx;
+  const Topology& topo = dgx.topo;
+  const Routing& routing = dgx.routing;
+  const CommLayout& layout = dgx.layout;
   const auto streamed = [&](std::uint64_t bytes, std::uint64_t above) {
     Simulation sim(1);
     FlowNetwork net(sim, topo, routing, fixtures::dgx_network(32_MiB));

@@ -563,26 +563,27 @@ namespace {
   std::filesystem::remove(out);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, s.str()};
 }
+
+// `cmd` exits with `code` and says `what`.
+[[maybe_unused]] void expect_exit(const std::string& cmd, int code, const std::string& what) {
+  const auto [rc, text] = shell(cmd);
+  EXPECT_EQ(rc, code) << cmd;
+  EXPECT_NE(text.find(what), std::string::npos) << cmd << ": " << text;
+}
 }  // namespace
 
 #ifdef FABRICSIM_BENCH_BINARY
 
 TEST(Harness, RejectsBadArgumentsWithoutAGpu) {
   const std::string bin = FABRICSIM_BENCH_BINARY;
-  auto [rc, text] = shell(bin + " --bogus");
-  EXPECT_EQ(rc, 2);
-  EXPECT_NE(text.find("unknown option '--bogus'"), std::string::npos) << text;
-  std::tie(rc, text) = shell(bin + " -f 1");
-  EXPECT_EQ(rc, 2);
-  EXPECT_NE(text.find("need -f >= 2"), std::string::npos) << text;
-  std::tie(rc, text) = shell(bin + " -b 1x");
-  EXPECT_EQ(rc, 2);
-  EXPECT_NE(text.find("bad size '1x'"), std::string::npos) << text;
+  expect_exit(bin + " --bogus", 2, "unknown option '--bogus'");
+  expect_exit(bin + " -f 1", 2, "need -f >= 2");
+  expect_exit(bin + " -b 1x", 2, "bad size '1x'");
 #if FABRICSIM_BENCH_MPI
   // Under mpirun every process says which it is, and the failing one ends the job.
   const auto [probe_rc, probe] = shell(bin + " --probe");
   if (probe_rc == 2 && std::filesystem::exists("/usr/bin/mpirun")) {
-    std::tie(rc, text) =
+    const auto [rc, text] =
         shell("timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 " + bin + " --probe");
     EXPECT_NE(rc, 0) << text;
     EXPECT_NE(text.find("of 2): no CUDA device"), std::string::npos) << text;
@@ -628,18 +629,10 @@ TEST(Harness, OneGpuRunProducesMeasurementsThatCalibrateAccepts) {
 #ifdef FABRICSIM_VERBS_BINARY
 TEST(Harness, VerbsBenchRejectsBadArgumentsAndNamesAMissingDevice) {
   const std::string bin = FABRICSIM_VERBS_BINARY;
-  auto [rc, text] = shell(bin + " --client");
-  EXPECT_EQ(rc, 2);
-  EXPECT_NE(text.find("needs a value"), std::string::npos) << text;
-  std::tie(rc, text) = shell(bin + " --server --client h");
-  EXPECT_EQ(rc, 2);
-  EXPECT_NE(text.find("exactly one of --server and --client"), std::string::npos) << text;
-  std::tie(rc, text) = shell(bin + " --server -s 0");
-  EXPECT_EQ(rc, 2);
-  EXPECT_NE(text.find("'0' is not a valid number"), std::string::npos) << text;
+  expect_exit(bin + " --client", 2, "needs a value");
+  expect_exit(bin + " --server --client h", 2, "exactly one of --server and --client");
+  expect_exit(bin + " --server -s 0", 2, "'0' is not a valid number");
   // Against a device that does not exist (or, on a machine without RDMA, any device).
-  std::tie(rc, text) = shell(bin + " --client 127.0.0.1 --dev no_such_device0");
-  EXPECT_EQ(rc, 2);
-  EXPECT_NE(text.find("no RDMA device"), std::string::npos) << text;
+  expect_exit(bin + " --client 127.0.0.1 --dev no_such_device0", 2, "no RDMA device");
 }
 #endif
