@@ -121,6 +121,19 @@ FabricBackend::FabricBackend(Simulation& sim, const Scenario& s, const BuiltClus
   }
 }
 
+std::vector<LinkLoad> FabricBackend::bottlenecks(
+    const BuiltCluster& cluster, Time span,
+    const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer,
+    const std::map<std::string, std::uint64_t>* since) {
+  return packet ? bottleneck_summary(*packet, cluster.topology, cluster.routing, span, counters,
+                                     per_layer, since)
+                : bottleneck_summary(*flow, span, per_layer, since);
+}
+
+std::map<std::string, std::uint64_t> FabricBackend::bytes_now() {
+  return packet ? port_bytes_now(*packet) : link_bytes_now(*flow);
+}
+
 std::map<std::string, std::uint64_t> port_bytes_now(PacketNetwork& net) {
   std::map<std::string, std::uint64_t> out;
   if (const HostFabric* h = net.host_fabric())

@@ -79,6 +79,14 @@ struct FabricBackend {
   std::unique_ptr<PacketNetwork> packet;  // set at packet level
   std::unique_ptr<FlowNetwork> flow;      // set at flow level (message slots recycled)
   TransferPort& port() { return packet ? static_cast<TransferPort&>(*packet) : *flow; }
+  // The busiest links per layer over `span`, at whichever level runs (pause times and the
+  // `counters` they come from at packet level only), counting from `since` when given.
+  std::vector<LinkLoad> bottlenecks(
+      const BuiltCluster& cluster, Time span,
+      const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer = 2,
+      const std::map<std::string, std::uint64_t>* since = nullptr);
+  // Bytes each link (port) has carried so far: a `since` baseline for bottlenecks.
+  std::map<std::string, std::uint64_t> bytes_now();
 };
 
 // `progress` is called now and then with the simulated time and event count (empty: never).

@@ -124,7 +124,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     row.count = counts.count_column;
     row.bytes = counts.bytes;
     const Time row_start = sim.now();
-    const auto baseline = packet ? port_bytes_now(*packet) : link_bytes_now(*fabric.flow);
+    const auto baseline = fabric.bytes_now();
     for (int placement = 0; placement < 2 && result.errors.empty(); ++placement) {
       double total = 0;
       for (int it = 0; it < args.sim_iters; ++it) {
@@ -160,11 +160,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
       ++bw_count;
     }
     if (!result.errors.empty()) break;
-    const std::vector<std::pair<std::string, std::uint64_t>> no_counters;
-    const auto loads = packet
-                           ? bottleneck_summary(*packet, cluster.topology, cluster.routing,
-                                                sim.now() - row_start, no_counters, 1, &baseline)
-                           : bottleneck_summary(*fabric.flow, sim.now() - row_start, 1, &baseline);
+    const auto loads = fabric.bottlenecks(cluster, sim.now() - row_start, {}, 1, &baseline);
     if (!loads.empty()) row.bounded_by = loads.front().layer;
     result.rows.push_back(row);
     if (args.step_factor <= 1 && args.step_bytes == 0) break;

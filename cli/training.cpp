@@ -90,14 +90,10 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   r.channels = engine.channels(dp_first);
   for (const auto& c : sim.probes().counters())
     r.counters.emplace_back(std::string(c.name), c.value);
-  if (packet) {
+  if (packet)
     for (const auto& e : packet->errors())
       r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
-    r.bottlenecks =
-        bottleneck_summary(*packet, cluster.topology, cluster.routing, sim.now(), r.counters);
-  } else {
-    r.bottlenecks = bottleneck_summary(*fabric.flow, sim.now());
-  }
+  r.bottlenecks = fabric.bottlenecks(cluster, sim.now(), r.counters);
   return r;
 }
 
