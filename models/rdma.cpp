@@ -91,11 +91,9 @@ void RdmaNic::on_wire_start(std::uint64_t id) {
   qp.segments.push_back({qp.packets, id});
   qp.packets += packets_of(m.size);
   if (host_ != nullptr) {
-    // The host side copies a QP's messages in order: this one once the earlier ones are in.
-    if (qp.fetched + 1 == qp.segments.size() && qp.ready == qp.segments.back().first_psn) {
-      ++qp.fetched;
-      host_->fetch(id);
-    }
+    // The host side streams a QP's messages one after the other: this one now unless an
+    // earlier one is still leaving the source (on_fetch_sent starts it then).
+    if (!qp.fetching) fetch_next(qp);
   } else {
     qp.ready = qp.packets;
   }
@@ -168,11 +166,20 @@ Packet* RdmaNic::pull(EgressPort& port) {
 }
 
 void RdmaNic::on_dma_ready(std::uint64_t id) {
-  QueuePair& qp = qps_[log_[id].connection];
-  ++qp.ready;
-  if (qp.fetched < qp.segments.size() && qp.ready == qp.segments[qp.fetched].first_psn)
-    host_->fetch(qp.segments[qp.fetched++].message);
+  ++qps_[log_[id].connection].ready;
   port_.kick();
+}
+
+void RdmaNic::on_fetch_sent(std::uint64_t id) {
+  QueuePair& qp = qps_[log_[id].connection];
+  qp.fetching = false;
+  fetch_next(qp);
+}
+
+void RdmaNic::fetch_next(QueuePair& qp) {
+  if (qp.fetched == qp.segments.size()) return;
+  qp.fetching = true;
+  host_->fetch(qp.segments[qp.fetched++].message);
 }
 
 void RdmaNic::on_wakeup(std::uint64_t generation) {

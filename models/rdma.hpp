@@ -105,6 +105,7 @@ struct QueuePair {
   bool initialised = false;  // rate and window set up (on its first message)
   bool failed = false;       // retries exhausted: the QP is in the error state
   std::size_t fetched = 0;   // segments handed to the host side (in order)
+  bool fetching = false;     // the last of them is still leaving its source
   Time idle_since{};         // when it last ran out of data (congestion state kept)
   // sender
   std::uint32_t packets = 0;
@@ -178,12 +179,19 @@ class RdmaNic final : public PacketSink, public PortOwner {
   void set_host_side(HostSide* host) { host_ = host; }
   // One more packet's worth of message `id` has been copied into the NIC's reach.
   void on_dma_ready(std::uint64_t id);
+  // The last chunk of message `id` has left its source: the host side may stream the QP's
+  // next message behind it. Its chunks take the same route through FIFO ports, so they reach
+  // the NIC in PSN order, and consecutive messages stream without a gap (a NIC keeps several
+  // DMA reads in flight).
+  void on_fetch_sent(std::uint64_t id);
 
  private:
   enum Timer : std::uint64_t { kAlpha, kDecrease, kIncrease, kRto };
   void on_message_start(std::uint64_t id);
   // A message for the wire, after the NIC's per-message overhead: it joins its QP.
   void on_wire_start(std::uint64_t id);
+  // Hands the QP's next message to the host side, if it has one not handed yet.
+  void fetch_next(QueuePair& qp);
   void on_wakeup(std::uint64_t generation);
   void on_timer(std::uint64_t payload);
   void schedule_timer(std::uint64_t id, Timer kind, std::uint32_t generation, Time at);

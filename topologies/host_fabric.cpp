@@ -138,7 +138,8 @@ void HostFabric::start_source(EgressPort* first, std::uint64_t id, std::size_t r
   if (next_chunk_.size() < log_.size()) next_chunk_.resize(log_.size());
   first->set_owner(this, /*pulls=*/true);
   sources_[first].messages.emplace_back(id, route);
-  first->kick();
+  // Not the port being pulled from: it is about to transmit and pulls again when done.
+  if (first != pulling_) first->kick();
 }
 
 void HostFabric::fetch(std::uint64_t id) {
@@ -222,7 +223,13 @@ Packet* HostFabric::pull(EgressPort& port) {
   p->last = psn + 1 == packets;
   p->route = static_cast<std::uint16_t>(route);
   p->hop = 0;
-  if (!p->last) messages.emplace_back(id, route);  // round robin among this port's messages
+  if (!p->last) {
+    messages.emplace_back(id, route);  // round robin among this port's messages
+  } else if (routes_[route].to_nic) {
+    pulling_ = &port;
+    nics_[routes_[route].nic]->on_fetch_sent(id);
+    pulling_ = nullptr;
+  }
   return p;
 }
 

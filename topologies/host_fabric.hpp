@@ -14,7 +14,8 @@
 // PCIe carries data as TLPs: a chunk of p bytes (one network packet's payload) costs
 // p + ceil(p / max_payload) x tlp_overhead bytes on the link.
 // The source GPU streams each message's chunks (round robin among its messages, as fast as its
-// link allows); the NIC may send a packet once its chunk has arrived. The destination NIC pushes
+// link allows; a QP's next message once the previous one's last chunk has left); the NIC may
+// send a packet once its chunk has arrived. The destination NIC pushes
 // in-order payload into its route; the message completes when its last byte reaches GPU memory.
 // Approximations, stated: a go-back-N resend reuses data already in the NIC's reach (a real NIC
 // reads it again), and a NIC whose PCIe path is slower than the network queues the excess at its
@@ -119,6 +120,7 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
   std::map<Vertex, std::unique_ptr<EgressPort>> memory_ports_;
   std::vector<Route> routes_;
   std::map<EgressPort*, Source> sources_;
+  EgressPort* pulling_ = nullptr;  // the port pull() is serving (start_source must not kick it)
   std::vector<std::uint32_t> next_chunk_;  // per message, source side
   std::vector<bool> gdr_;                  // per endpoint: GPUDirect chosen for its GPU-NIC pair
   std::vector<Vertex> gpu_of_;             // per endpoint: its paired GPU
