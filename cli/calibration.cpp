@@ -39,10 +39,13 @@ std::string binary_of(const validation::NcclTestsOutput& o, const std::filesyste
 
 }  // namespace
 
-std::string perftest_latency_binary(const std::string& test) {
-  if (test.find("Lat") == std::string::npos) return {};
-  if (test.find("Write") != std::string::npos) return "ib_write_lat";
-  if (test.find("Send") != std::string::npos) return "ib_send_lat";
+std::string perftest_binary(const std::string& test) {
+  const char* kind = test.find("Lat") != std::string::npos  ? "lat"
+                     : test.find("BW") != std::string::npos ? "bw"
+                                                            : nullptr;
+  if (kind == nullptr) return {};
+  if (test.find("Write") != std::string::npos) return fmt::format("ib_write_{}", kind);
+  if (test.find("Send") != std::string::npos) return fmt::format("ib_send_{}", kind);
   return {};
 }
 
@@ -61,17 +64,28 @@ MeasurementSet load_measurements(const std::filesystem::path& dir) {
     if (!o.latency) {
       double peak = 0;
       for (const auto& r : o.rows) peak = std::max(peak, r.bw_avg_gbps);
-      set.rdma_gbps.emplace_back(name, peak);
-    } else if (const std::string binary = perftest_latency_binary(o.test); !binary.empty()) {
-      // One-way latency rows (typical: the median), simulated as one RDMA message.
-      for (const auto& r : o.rows)
-        set.collectives.push_back({fmt::format("{}:{}", name, r.line), binary, CollOp::kSendRecv, 2,
-                                   r.bytes, r.t_typical});
-    } else {
-      set.notes.push_back(
-          fmt::format("{}: {}: not used: only write and send latencies are "
-                      "one RDMA message each",
-                      name, o.test));
+      set.rdma_gbps.emplace_back(name, peak);  // diagnose's evidence, whatever the test
+    }
+    const std::string binary = perftest_binary(o.test);
+    if (binary.empty()) {
+      set.notes.push_back(fmt::format(
+          "{}: {}: not calibration data: only RDMA writes and sends are single messages", name,
+          o.test));
+    }
+    for (const auto& r : o.rows) {
+      if (binary.empty()) break;
+      const std::string source = fmt::format("{}:{}", name, r.line);
+      // Latency rows: the typical (median) one-way time. Bandwidth rows: the stream's time per
+      // message, bytes / average bandwidth.
+      const double us = o.latency ? r.t_typical
+                        : r.bw_avg_gbps > 0
+                            ? static_cast<double>(r.bytes) * 8 / (r.bw_avg_gbps * 1e3)
+                            : 0;
+      if (us <= 0) {
+        set.notes.push_back(fmt::format("{}: skipped: no time or bandwidth", source));
+        continue;
+      }
+      set.collectives.push_back({source, binary, CollOp::kSendRecv, 2, r.bytes, us});
     }
     set.notes.push_back(fmt::format("{}: {} ({} rows)", name, o.test, o.rows.size()));
   };
@@ -229,17 +243,25 @@ std::vector<CalibrationParameter> calibration_parameters() {
           {fmt::format("nccl.step_latency.{}_{}", p, l), 0.01, 1000, true, 0, Use::kOnRequest});
   // From 0 by default: the fit starts at 1 us (it works on the parameter's logarithm).
   out.push_back({"nic.message_overhead", 0.01, 100, true, 1.0, Use::kWithRdmaLatencyRows});
+  // From 0 (no limit) by default: the fit starts at 100 Mpps, 10 ns a message.
+  out.push_back({"nic.message_rate_mpps", 0.01, 1e5, false, 100, Use::kWithRdmaStreamRows});
   return out;
 }
 
 std::vector<CalibrationParameter> calibration_parameters(const std::vector<std::string>& keys,
-                                                         bool rdma_latency_rows) {
+                                                         const std::vector<Measurement>& rows) {
   using Use = CalibrationParameter::Use;
   const auto all = calibration_parameters();
   if (keys.empty()) {
+    const auto any = [&](bool (Measurement::*kind)() const) {
+      return std::any_of(rows.begin(), rows.end(),
+                         [&](const Measurement& m) { return (m.*kind)(); });
+    };
+    const bool latency = any(&Measurement::rdma_latency), stream = any(&Measurement::rdma_stream);
     std::vector<CalibrationParameter> out;
     for (const auto& p : all)
-      if (p.use == Use::kDefault || (p.use == Use::kWithRdmaLatencyRows && rdma_latency_rows))
+      if (p.use == Use::kDefault || (p.use == Use::kWithRdmaLatencyRows && latency) ||
+          (p.use == Use::kWithRdmaStreamRows && stream))
         out.push_back(p);
     return out;
   }
@@ -264,6 +286,7 @@ double CalibrationParameter::get(const Scenario& s) const {
   if (key == "flow.efficiency_network") return s.flow_efficiency.network;
   if (const double* v = nccl_latency(s.nccl, key)) return *v;
   if (key == "nic.message_overhead") return s.network.nic.message_overhead.us();
+  if (key == "nic.message_rate_mpps") return s.network.nic.message_rate_mpps;
   throw std::logic_error("unknown calibration parameter " + key);
 }
 
@@ -285,6 +308,8 @@ void CalibrationParameter::set(Scenario& s, double v) const {
     *p = v;
   } else if (key == "nic.message_overhead") {
     s.network.nic.message_overhead = Time::from_ps(static_cast<Time::rep>(std::llround(v * 1e6)));
+  } else if (key == "nic.message_rate_mpps") {
+    s.network.nic.message_rate_mpps = v;
   } else {
     throw std::logic_error("unknown calibration parameter " + key);
   }
@@ -378,8 +403,9 @@ std::vector<double> simulate_measurements(const Scenario& s, const BuiltCluster&
       out.push_back(it->second);
       continue;
     }
-    const double us = m.rdma_latency() ? rdma_message_latency_us(s, cluster, m.bytes)
-                                       : nccl_tests_row_us(s, cluster, m);
+    const double us = m.rdma_stream()    ? rdma_stream_message_us(s, cluster, m.bytes)
+                      : m.rdma_latency() ? rdma_message_latency_us(s, cluster, m.bytes)
+                                         : nccl_tests_row_us(s, cluster, m);
     done.emplace(key, us);
     out.push_back(us);
   }
@@ -410,26 +436,52 @@ double nccl_tests_row_us(const Scenario& s, const BuiltCluster& cluster, const M
   return r.rows.front().time_us[0];
 }
 
-double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster,
-                               std::uint64_t bytes) {
+namespace {
+
+// Completion times of `count` RDMA writes of `bytes` posted at time 0 on one QP from the first
+// NIC of the first server to the first NIC of the second (or, without server models, from the
+// first endpoint to the last), alone on the fabric.
+std::vector<Time> rdma_writes(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes,
+                              int count) {
   const auto endpoints = cluster.topology.endpoints().size();
-  // The first NIC of the second server (or, without server models, the last endpoint).
   const std::size_t dst = s.cluster.servers >= 2 ? s.cluster.server.nics.size() : endpoints - 1;
   if (endpoints < 2 || dst == 0 || dst >= endpoints)
-    throw std::invalid_argument(
-        "RDMA latency rows need two NICs on different servers in the scenario");
+    throw std::invalid_argument("RDMA rows need two NICs on different servers in the scenario");
   Simulation sim(s.seed);
   FabricBackend fabric(sim, s, cluster);
   Message m;
   m.src = 0;
   m.dst = static_cast<std::uint32_t>(dst);
   m.size = Bytes(static_cast<Bytes::rep>(bytes));
-  const std::uint64_t id = fabric.port().post(m);
+  m.connection = fabric.port().open_connection();
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < count; ++i) ids.push_back(fabric.port().post(m));
   sim.run();
-  const Message& done = fabric.port().message(id);  // the only message: its slot is not reused
-  if (!done.complete())
-    throw std::runtime_error(fmt::format("the simulated {} B RDMA write did not complete", bytes));
-  return (done.finish - done.start).us();
+  std::vector<Time> finish;
+  for (const std::uint64_t id : ids) {
+    const Message& done = fabric.port().message(id);  // slots are not reused here
+    if (!done.complete())
+      throw std::runtime_error(
+          fmt::format("the simulated {} B RDMA write did not complete", bytes));
+    finish.push_back(done.finish);
+  }
+  return finish;
+}
+
+}  // namespace
+
+double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster,
+                               std::uint64_t bytes) {
+  return rdma_writes(s, cluster, bytes, 1).front().us();  // posted at time 0
+}
+
+double rdma_stream_message_us(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes) {
+  // Enough messages for a steady spacing (the first ones share the path's fill), at most
+  // perftest's default window of 128 and about 64 MiB in all.
+  const int count = static_cast<int>(
+      std::clamp<std::uint64_t>((64u << 20) / std::max<std::uint64_t>(bytes, 1), 8, 128));
+  const std::vector<Time> finish = rdma_writes(s, cluster, bytes, count);
+  return (finish.back() - finish.front()).us() / (count - 1);
 }
 
 Calibration calibrate(const Scenario& s, const std::vector<Measurement>& measurements,
@@ -441,9 +493,7 @@ Calibration calibrate(const Scenario& s, const BuiltCluster& cluster,
                       const std::vector<Measurement>& measurements,
                       const std::vector<std::string>& keys) {
   Calibration c;
-  const bool rdma_rows = std::any_of(measurements.begin(), measurements.end(),
-                                     [](const Measurement& m) { return m.rdma_latency(); });
-  c.params = calibration_parameters(keys, rdma_rows);
+  c.params = calibration_parameters(keys, measurements);
   std::vector<validation::FitParameter> fp;
   for (const auto& p : c.params)
     fp.push_back({p.key, p.get(s) >= p.min ? p.get(s) : p.start, p.min, p.max});
@@ -559,7 +609,7 @@ static MeasurementSet collective_measurements(const CalibrationCli& c, std::ostr
   for (const auto& n : set.notes) err << "  " << n << '\n';
   if (set.collectives.empty())
     throw std::invalid_argument(fmt::format(
-        "{}: no nccl-tests or perftest latency outputs among the measurements", c.measurements));
+        "{}: no nccl-tests or perftest write/send outputs among the measurements", c.measurements));
   return set;
 }
 

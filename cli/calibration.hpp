@@ -26,16 +26,19 @@
 
 namespace fabricsim {
 
-// One measured row: an nccl-tests size, or a perftest latency size (binary "ib_write_lat" or
-// "ib_send_lat", ranks 2, time the typical one-way latency).
+// One measured row: an nccl-tests size, or a perftest size, ranks 2: a latency row (binary
+// "ib_write_lat" or "ib_send_lat", time the typical one-way latency) or a bandwidth row
+// ("ib_write_bw", "ib_send_bw", time per message of the stream: bytes / average bandwidth).
 struct Measurement {
   std::string source;  // file:line
   std::string binary;  // "all_reduce_perf", "ib_write_lat"
   CollOp op = CollOp::kAllReduce;
   int ranks = 0;
   std::uint64_t bytes = 0;
-  double time_us = 0;                                              // out-of-place
-  bool rdma_latency() const { return binary.starts_with("ib_"); }  // a perftest latency row
+  double time_us = 0;                                      // out-of-place
+  bool rdma() const { return binary.starts_with("ib_"); }  // a perftest row
+  bool rdma_latency() const { return rdma() && binary.ends_with("_lat"); }
+  bool rdma_stream() const { return rdma() && binary.ends_with("_bw"); }
 };
 
 struct MeasurementSet {
@@ -62,21 +65,30 @@ struct CalibrationParameter {
   double min = 0, max = 0;
   bool time_us = false;  // written as a time ("9.1us") rather than a number
   double start = 0;      // where the fit starts when the scenario's value is below min
-  // In the default set always, only with RDMA latency rows, or only when named (--fit).
-  enum class Use { kDefault, kWithRdmaLatencyRows, kOnRequest } use = Use::kDefault;
+  // In the default set always, only with RDMA latency (bandwidth) rows, or only when named
+  // (--fit).
+  enum class Use {
+    kDefault,
+    kWithRdmaLatencyRows,
+    kWithRdmaStreamRows,
+    kOnRequest
+  } use = Use::kDefault;
   double get(const Scenario& s) const;
   void set(Scenario& s, double v) const;
   // What a fitted value at one of the bounds means ("" inside them): its uncertainty is not.
   std::string at_bound(double v) const;
 };
-// "ib_write_lat" / "ib_send_lat" for a perftest latency test's title, else "" (RDMA read
-// latency is a request and a response: not a single message).
-std::string perftest_latency_binary(const std::string& test);
+// "ib_write_lat", "ib_send_lat", "ib_write_bw" or "ib_send_bw" for a perftest test's title,
+// else "" (an RDMA read is a request and a response: neither one message nor a stream of
+// them).
+std::string perftest_binary(const std::string& test);
 
 // One-way time (us) of one RDMA write of `bytes` from the first NIC of the first server to the
-// first NIC of the second, GPU memory to GPU memory (as ib_write_lat --use_cuda), alone on the
-// fabric, at the scenario's fidelity.
+// first NIC of the second, alone on the fabric, at the scenario's fidelity.
 double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes);
+// Steady-state time (us) per message of a stream of RDMA writes of `bytes` posted together on
+// one QP between the same NICs (as ib_write_bw's window): the spacing of their completions.
+double rdma_stream_message_us(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes);
 // One nccl-tests row's time (us) on the scenario's cluster at its fidelity, the ranks placed as
 // the measurement ran (n <= GPUs per server: one server; else whole servers).
 double nccl_tests_row_us(const Scenario& s, const BuiltCluster& cluster, const Measurement& m);
@@ -85,9 +97,10 @@ double nccl_tests_row_us(const Scenario& s, const BuiltCluster& cluster, const M
 std::vector<CalibrationParameter> calibration_parameters();
 // Those named (`--fit`): empty, the default set (efficiencies and launch latencies); "all";
 // else the listed keys. Throws std::invalid_argument naming an unknown key.
-// The default set adds nic.message_overhead when there are RDMA latency rows to fit it to.
+// The default set adds nic.message_overhead when `rows` hold RDMA latency rows to fit it to,
+// nic.message_rate_mpps when they hold RDMA bandwidth rows.
 std::vector<CalibrationParameter> calibration_parameters(const std::vector<std::string>& keys,
-                                                         bool rdma_latency_rows = false);
+                                                         const std::vector<Measurement>& rows = {});
 
 // Simulated time (us) of each measurement on scenario `s` (at its fidelity).
 std::vector<double> simulate_measurements(const Scenario& s,

@@ -214,6 +214,7 @@ void read_nic(ConfigReader& nic, Scenario& s) {
   n.ib_timeout = static_cast<int>(nic.integer("ib_timeout", 20, 0, 31));
   n.ib_retry_cnt = static_cast<int>(nic.integer("ib_retry_cnt", 7, 0, 7));
   n.message_overhead = nic.time("message_overhead", Time::zero(), true);
+  n.message_rate_mpps = nic.real("message_rate_mpps", 0.0, 0.0, 1e6);
   s.network.host.gpudirect = nic.boolean("gpudirect", true);
   const std::string level = nic.choice("gdr_level", "PXB", {"PIX", "PXB", "PHB", "NODE", "SYS"});
   s.network.host.gdr_level = level == "SYS"                      ? PcieDistance::kSys

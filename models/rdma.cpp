@@ -72,12 +72,22 @@ void RdmaNic::set_rate(QueuePair& qp, double bps) {
 
 void RdmaNic::on_message_start(std::uint64_t id) {
   if (host_ != nullptr && host_->transfer_local(id)) return;
-  if (!tcp() && cfg_.message_overhead > Time::zero()) {
-    // Every message waits the same time, so a QP's messages keep their order.
-    sim_.schedule_in(cfg_.message_overhead, wire_start_, id);
+  if (tcp()) {
+    on_wire_start(id);
     return;
   }
-  on_wire_start(id);
+  // The send engine takes messages one at a time in posting order, then every message waits
+  // the same overhead: the wire starts keep the posting order, so a QP's messages stay in it.
+  Time ready = sim_.now();
+  if (const Time gap = cfg_.message_gap(); gap > Time::zero()) {
+    ready = std::max(ready, engine_free_);
+    engine_free_ = ready + gap;
+  }
+  ready += cfg_.message_overhead;
+  if (ready > sim_.now())
+    sim_.schedule_at(ready, wire_start_, id);
+  else
+    on_wire_start(id);
 }
 
 void RdmaNic::on_wire_start(std::uint64_t id) {

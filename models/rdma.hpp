@@ -24,6 +24,7 @@
 // The byte counter (rpg_byte_reset) is not modelled: timer-driven increase only, as in HPCC's
 // model; its unit is not documented.
 
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -89,6 +90,17 @@ struct RdmaConfig {
   // fetch, DMA set-up), a latency: consecutive messages' processing overlaps, so it does not
   // limit the message rate. What ib_write_lat measures beyond the wire; 0 by default.
   Time message_overhead{};
+  // RDMA only: the most messages per second the NIC's send engine starts, over all its QPs
+  // (Mpps; 0: no limit). Messages pass the engine one at a time, in posting order, each
+  // taking 1 / rate: a stream of size-S messages runs at S / max(S / link payload rate,
+  // 1 / rate), what ib_write_bw measures at small sizes. A lone message does not wait.
+  double message_rate_mpps = 0;
+  // The engine's time per message (0 without a limit).
+  Time message_gap() const {
+    return message_rate_mpps > 0
+               ? Time::from_ps(static_cast<Time::rep>(std::llround(1e6 / message_rate_mpps)))
+               : Time::zero();
+  }
   DcqcnConfig dcqcn{};
 };
 
@@ -239,6 +251,7 @@ class RdmaNic final : public PacketSink, public PortOwner {
   double line_bps_;
   EgressPort port_;
   HandlerId start_, wire_start_, wakeup_, timer_;
+  Time engine_free_{};  // when the send engine takes its next message (message_rate_mpps)
   std::vector<std::uint64_t> active_;  // QPs of this NIC with data to send or unacked
   std::size_t round_robin_ = 0;
   std::uint32_t wakeup_generation_ = 0;

@@ -28,6 +28,7 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
       params_(params),
       efficiency_(efficiency),
       start_(sim.bind<&FlowNetwork::on_start>(*this)),
+      enqueue_(sim.bind<&FlowNetwork::enqueue>(*this)),
       update_(sim.bind<&FlowNetwork::on_update>(*this)),
       drain_(sim.bind<&FlowNetwork::on_drain>(*this)) {
   const auto& g = topo.graph();
@@ -41,6 +42,8 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
     if (g[*v].kind == NodeKind::kNic) ++nics_per_server[g[*v].server];
   }
   for (const auto& [key, v] : gpus) gpus_.push_back(v);
+  if (params.nic.transport == Transport::kRdma) message_gap_ = params.nic.message_gap();
+  engine_free_.assign(topo.endpoints().size(), Time::zero());
   for (const Vertex nic : topo.endpoints()) {
     const NodeInfo& n = g[nic];
     if (gpus.empty() || !params.host_side) {
@@ -125,6 +128,13 @@ Bytes FlowNetwork::packet_unit(const Message& m) const {
   return std::min(params_.nic.format.mtu, std::max(m.size, Bytes(1)));
 }
 
+bool FlowNetwork::inside_server(const Message& m) const {
+  if (!params_.host_side || gpus_.empty()) return false;
+  const auto& g = topo_.graph();
+  const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
+  return g[src_gpu].server == g[dst_gpu].server && src_gpu != dst_gpu;
+}
+
 FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
   const auto& g = topo_.graph();
   Route r;
@@ -132,7 +142,7 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
   const bool host = params_.host_side && !gpus_.empty();
   const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
   bool first = true;
-  if (host && g[src_gpu].server == g[dst_gpu].server && src_gpu != dst_gpu) {
+  if (inside_server(m)) {
     // Inside a server: NVLink through the NVSwitches (striped: the GPU's links together) or
     // a direct NVLink, else PCIe peer to peer.
     const Bytes flit = unit + params_.host.nvlink_overhead *
@@ -276,6 +286,22 @@ void FlowNetwork::start_messages() {
 }
 
 void FlowNetwork::on_start(std::uint64_t id) {
+  // A network message first passes its NIC's send engine (RDMA message rate), one at a time
+  // in posting order, as RdmaNic's at packet level.
+  const Message& m = log_[id];
+  if (message_gap_ > Time::zero() && m.src != m.dst && !inside_server(m)) {
+    Time& free = engine_free_[m.src];
+    const Time ready = std::max(sim_.now(), free);
+    free = ready + message_gap_;
+    if (ready > sim_.now()) {
+      sim_.schedule_at(ready, enqueue_, id);
+      return;
+    }
+  }
+  enqueue(id);
+}
+
+void FlowNetwork::enqueue(std::uint64_t id) {
   auto& queue = connections_[log_[id].connection];
   queue.push_back(id);
   if (queue.size() == 1) activate(id);  // otherwise it waits for the QP's earlier messages

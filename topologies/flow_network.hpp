@@ -13,7 +13,8 @@
 // bottleneck plus the path's latency: every hop's propagation and switch latency, plus one
 // packet's serialization at each hop after the first (store and forward of the last packet),
 // so an uncongested flow completes when the packet model's does.
-// Messages of one connection (queue pair) go one after the other, as on a QP.
+// Messages of one connection (queue pair) go one after the other, as on a QP; with an RDMA
+// message rate, network messages first pass their NIC's send engine one per 1 / rate.
 // Not modelled at this level: PFC, ECN/DCQCN, drops and retransmission, ACK traffic.
 
 #include <array>
@@ -99,6 +100,8 @@ class FlowNetwork final : public TransferPort {
   void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet, bool first);
   void add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first);
   Route route_of(const Message& m);
+  // GPU to GPU of one server: NVLink or PCIe peer to peer, never the NICs.
+  bool inside_server(const Message& m) const;
   // The packet a route's latencies are sized with: the message, up to one MTU.
   Bytes packet_unit(const Message& m) const;
   // route_of for the members of streamed pipelines, computed once per connection and packet
@@ -117,6 +120,8 @@ class FlowNetwork final : public TransferPort {
   std::unordered_map<RouteKey, Route, RouteKeyHash> route_cache_;
   std::uint64_t new_message(const Message& m);  // a log slot (recycled when allowed)
   void on_start(std::uint64_t id);
+  // The message joins its connection's queue (after its NIC's send engine).
+  void enqueue(std::uint64_t id);
   void activate(std::uint64_t id);
   // Starts the flow of message `id` on these resources, draining in `latency` after its bytes.
   std::uint32_t start_flow(std::uint64_t id, std::span<const MaxMinSolver::Res> resources,
@@ -153,7 +158,9 @@ class FlowNetwork final : public TransferPort {
   bool recycle_ = false;
   std::vector<std::uint64_t> free_messages_;
   std::uint64_t updates_ = 0, resolved_ = 0;
-  HandlerId start_, update_, drain_;
+  HandlerId start_, enqueue_, update_, drain_;
+  Time message_gap_{};             // the NICs' send engine time per message (RDMA)
+  std::vector<Time> engine_free_;  // per endpoint: when its engine takes the next message
   std::vector<MaxMinSolver::Var> changed_;
   std::vector<MaxMinSolver::Res> free_caps_;  // pipeline caps no longer in use
   std::vector<MaxMinSolver::Res> scratch_;
