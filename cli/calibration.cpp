@@ -225,8 +225,9 @@ auto nccl_latency(Config& c, const std::string& key) -> decltype(&c.launch_laten
 }  // namespace
 
 // Per link class: the flow level's bandwidth efficiency (beta) and NCCL's step latency per
-// protocol (alpha, the tuner's hwLat); per protocol the launch latency. Step latencies over
-// PCIe are left out: nccl-tests on NVLink servers never step over PCIe alone.
+// protocol (alpha, the tuner's hwLat); per protocol the launch latency. The PCIe class only
+// carries collectives on servers without NVLink (GPU to GPU peer to peer): its efficiency is
+// usually set directly from fabricsim-bench's host copies, and fitted when asked for.
 //
 // The step latencies only separate from the launch latency with sweeps at several rank counts
 // on each link class (the time of a small operation is launch + steps x step latency, and the
@@ -237,8 +238,9 @@ std::vector<CalibrationParameter> calibration_parameters() {
                                            {"flow.efficiency_network", 0.05, 1.0, false}};
   for (const char* p : kProtos)
     out.push_back({fmt::format("nccl.launch_latency.{}", p), 0.1, 1000, true});
+  out.push_back({"flow.efficiency_pcie", 0.05, 1.0, false, 0, Use::kOnRequest});
   for (const char* p : kProtos)
-    for (const char* l : {"nvlink", "net"})
+    for (const char* l : kLinks)
       out.push_back(
           {fmt::format("nccl.step_latency.{}_{}", p, l), 0.01, 1000, true, 0, Use::kOnRequest});
   // From 0 by default: the fit starts at 1 us (it works on the parameter's logarithm).
@@ -284,6 +286,7 @@ std::vector<CalibrationParameter> calibration_parameters(const std::vector<std::
 double CalibrationParameter::get(const Scenario& s) const {
   if (key == "flow.efficiency_nvlink") return s.flow_efficiency.nvlink;
   if (key == "flow.efficiency_network") return s.flow_efficiency.network;
+  if (key == "flow.efficiency_pcie") return s.flow_efficiency.pcie;
   if (const double* v = nccl_latency(s.nccl, key)) return *v;
   if (key == "nic.message_overhead") return s.network.nic.message_overhead.us();
   if (key == "nic.message_rate_mpps") return s.network.nic.message_rate_mpps;
@@ -304,6 +307,8 @@ void CalibrationParameter::set(Scenario& s, double v) const {
     s.flow_efficiency.nvlink = v;
   } else if (key == "flow.efficiency_network") {
     s.flow_efficiency.network = v;
+  } else if (key == "flow.efficiency_pcie") {
+    s.flow_efficiency.pcie = v;
   } else if (double* p = nccl_latency(s.nccl, key)) {
     *p = v;
   } else if (key == "nic.message_overhead") {
@@ -527,7 +532,14 @@ std::string calibration_overlay(const Calibration& c, const std::filesystem::pat
     const auto dot = key.rfind('.');
     tables[key.substr(0, dot)] += key.substr(dot + 1) + " = " + line + "\n";
   };
-  for (const auto& d : c.direct) add(d.key, d.toml_value() + "  # direct: " + d.evidence);
+  // A direct estimate the fit refined (it started there) is written once, as fitted.
+  const auto refined = [&](const std::string& key) {
+    for (std::size_t i = 0; i < c.params.size(); ++i)
+      if (c.params[i].key == key && c.fit.identifiable[i]) return true;
+    return false;
+  };
+  for (const auto& d : c.direct)
+    if (!refined(d.key)) add(d.key, d.toml_value() + "  # direct: " + d.evidence);
   std::string fixed;
   for (std::size_t i = 0; i < c.params.size(); ++i) {
     const auto& p = c.params[i];

@@ -333,8 +333,51 @@ TEST(Calibration, StepLatenciesPerLinkClassSeparateWithSeveralRankCounts) {
     EXPECT_TRUE(c.fit.identifiable[i]) << params[i].key;
     EXPECT_NEAR(c.fit.values[i] / truth[i], 1, 0.02) << params[i].key;
   }
-  EXPECT_THROW(calibration_parameters({"nccl.step_latency.ll_pcie"}), std::invalid_argument);
-  EXPECT_EQ(calibration_parameters({"all"}).size(), 13u);
+  EXPECT_THROW(calibration_parameters({"nccl.step_latency.ll_nvswitch"}), std::invalid_argument);
+  EXPECT_EQ(calibration_parameters({"all"}).size(), 17u);
+}
+
+TEST(Calibration, PcieStepLatencyAndEfficiencyOnServersWithoutNvlink) {
+  // On PCIe-only servers collectives inside a server step over PCIe: sweeps on 2, 4 and 8 GPUs
+  // give the LL step latency over PCIe apart from the launch latency, and the PCIe efficiency.
+  const Scenario base = load_scenario(std::filesystem::path(FABRICSIM_SOURCE_DIR) /
+                                      "tests/data/calibration-pcie.toml");
+  const std::vector<std::string> keys = {"nccl.launch_latency.ll", "nccl.step_latency.ll_pcie",
+                                         "flow.efficiency_pcie"};
+  const auto params = calibration_parameters(keys);
+  const double truth[] = {8.0, 1.6, 0.75};
+  Scenario hidden = base;
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].set(hidden, truth[i]);
+  std::vector<Measurement> ms;
+  for (int ranks : {2, 4, 8})
+    for (std::uint64_t b = 8; b <= (64u << 20); b *= 8)
+      ms.push_back({"gen", "all_reduce_perf", CollOp::kAllReduce, ranks, b, 0});
+  const auto times = simulate_measurements(hidden, ms);
+  for (std::size_t i = 0; i < ms.size(); ++i)
+    ms[i].time_us = times[i] * (1 + 0.005 * std::sin(static_cast<double>(i) * 1.7));
+  Calibration c = calibrate(base, ms, keys);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(c.fit.identifiable[i]) << params[i].key;
+    EXPECT_NEAR(c.fit.values[i] / truth[i], 1, 0.02) << params[i].key;
+  }
+  // A direct PCIe estimate the fit refined is written once, as fitted: the overlay loads.
+  const auto scenario =
+      std::filesystem::path(FABRICSIM_SOURCE_DIR) / "tests/data/calibration-pcie.toml";
+  const auto overlay = std::filesystem::temp_directory_path() /
+                       ("fabricsim-pcie-overlay-" + std::to_string(getpid()) + ".toml");
+  c.direct.push_back({"flow.efficiency_pcie", 0.7, "host copies"});
+  std::string text = calibration_overlay(c, scenario, overlay, ms.size(), "gen");
+  EXPECT_EQ(text.find("# direct"), std::string::npos) << text;
+  std::ofstream(overlay) << text;
+  EXPECT_NEAR(load_scenario(overlay).flow_efficiency.pcie, 0.75, 0.015);
+  // Not identifiable, the direct value stands.
+  c.fit.identifiable[2] = false;
+  text = calibration_overlay(c, scenario, overlay, ms.size(), "gen");
+  std::ofstream(overlay) << text;
+  EXPECT_NE(text.find("efficiency_pcie = 0.70000  # direct: host copies"), std::string::npos)
+      << text;
+  EXPECT_EQ(load_scenario(overlay).flow_efficiency.pcie, 0.7);
+  std::filesystem::remove(overlay);
 }
 
 TEST(Calibration, NicMessageOverheadAddsToOneWayLatencyAndIsFittedFromPerftest) {
