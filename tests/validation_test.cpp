@@ -426,10 +426,12 @@ TEST(Calibration, NicMessageRateBoundsSmallMessageStreamsAndIsFittedFromPerftest
   // At both levels: without a limit a stream of small writes runs at the wire's pace; at
   // 25 Mpps one message takes exactly 40 ns of the engine, which then sets the pace; a large
   // message's stream keeps the link's pace, and a lone message does not wait.
+  std::vector<double> free_64;
   for (const Fidelity f : {Fidelity::kFlow, Fidelity::kPacket}) {
     s.fidelity = f;
     s.network.nic.message_rate_mpps = 0;
     const double free_small = rdma_stream_message_us(s, cluster, 64);
+    free_64.push_back(free_small);
     const double free_large = rdma_stream_message_us(s, cluster, 1 << 20);
     const double lone = rdma_message_latency_us(s, cluster, 64);
     EXPECT_LT(free_small, 0.02) << static_cast<int>(f);
@@ -438,6 +440,10 @@ TEST(Calibration, NicMessageRateBoundsSmallMessageStreamsAndIsFittedFromPerftest
     EXPECT_NEAR(rdma_stream_message_us(s, cluster, 1 << 20) / free_large, 1, 1e-3);
     EXPECT_EQ(rdma_message_latency_us(s, cluster, 64), lone);
   }
+  // A 64 B write is one packet of 64 + 82 B: the flow level counts its header as the packet
+  // level does (not at the full-MTU share).
+  EXPECT_NEAR(free_64[0] / free_64[1], 1, 1e-3);
+  EXPECT_NEAR(free_64[1], (64 + 82) * 8 / 100e3, 1e-5);
   // ib_write_bw rows (2 B to 8 MiB), generated with a hidden 12 Mpps and network efficiency
   // 0.85 plus 0.5 % noise: the default set gains the rate and both come back within 2 %.
   s.fidelity = Fidelity::kFlow;

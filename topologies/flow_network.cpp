@@ -212,6 +212,12 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
   if (m.src != m.dst) {
     // The network path the packet model's ECMP picks for this queue pair's data.
     const Bytes packet = unit + params_.nic.format.header;
+    if (m.size > Bytes(0)) {
+      const auto mtu = params_.nic.format.mtu.count(), header = params_.nic.format.header.count();
+      const auto packets = (m.size.count() + mtu - 1) / mtu;
+      r.volume = static_cast<double>(m.size.count() + packets * header) * static_cast<double>(mtu) /
+                 (static_cast<double>(m.size.count()) * static_cast<double>(mtu + header));
+    }
     std::size_t s = routing_.endpoint_switch(m.src);
     const LinkInfo& first_link = g[routing_.endpoint_link(m.src)];
     add_hop(r, src_nic, routing_.switch_vertex(s), first_link, packet, first);
@@ -309,7 +315,7 @@ void FlowNetwork::enqueue(std::uint64_t id) {
 
 void FlowNetwork::activate(std::uint64_t id) {
   const Route r = route_of(log_[id]);
-  start_flow(id, r.resources, r.latency);
+  flows_[start_flow(id, r.resources, r.latency)].remaining *= r.volume;
 }
 
 std::uint64_t FlowNetwork::post_pipeline(std::span<const Message> members, Bytes bytes,

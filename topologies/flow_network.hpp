@@ -9,7 +9,8 @@
 // Per link class, capacity in payload bytes = rate x payload share of the wire: network
 // packets carry mtu of payload for mtu + header bytes, PCIe chunks pay a TLP header per
 // max_payload, NVLink a header per 256 B flit group; optional per-class efficiency factors
-// (calibration data, `[flow]`) multiply it. A flow ends when its last byte has crossed its
+// (calibration data, `[flow]`) multiply it; a network message whose last packet is not full
+// carries proportionally more bytes (Route::volume). A flow ends when its last byte has crossed its
 // bottleneck plus the path's latency: every hop's propagation and switch latency, plus one
 // packet's serialization at each hop after the first (store and forward of the last packet),
 // so an uncongested flow completes when the packet model's does.
@@ -92,6 +93,13 @@ class FlowNetwork final : public TransferPort {
   struct Route {
     std::vector<MaxMinSolver::Res> resources;
     Time latency{};
+    // Fluid bytes per payload byte: network capacities count payload in full-MTU packets, so a
+    // message whose packets are not all full (k = ceil(S / mtu) packets, header h) carries
+    // (S + k h) mtu / (S (mtu + h)) MTU-equivalent bytes, and crosses a network link in the
+    // time its packets take. 1 off the network. Its other resources (PCIe, host memory) see
+    // the same volume: an overestimate there for small messages, where they are rarely the
+    // bottleneck.
+    double volume = 1;
   };
   // The resource of one direction of a link (leaving `from`).
   MaxMinSolver::Res link_resource(Vertex from, Vertex to, const LinkInfo& link);
