@@ -441,54 +441,6 @@ double nccl_tests_row_us(const Scenario& s, const BuiltCluster& cluster, const M
   return r.rows.front().time_us[0];
 }
 
-namespace {
-
-// Completion times of `count` RDMA writes of `bytes` posted at time 0 on one QP from the first
-// NIC of the first server to the first NIC of the second (or, without server models, from the
-// first endpoint to the last), alone on the fabric.
-std::vector<Time> rdma_writes(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes,
-                              int count) {
-  const auto endpoints = cluster.topology.endpoints().size();
-  const std::size_t dst = s.cluster.servers >= 2 ? s.cluster.server.nics.size() : endpoints - 1;
-  if (endpoints < 2 || dst == 0 || dst >= endpoints)
-    throw std::invalid_argument("RDMA rows need two NICs on different servers in the scenario");
-  Simulation sim(s.seed);
-  FabricBackend fabric(sim, s, cluster);
-  Message m;
-  m.src = 0;
-  m.dst = static_cast<std::uint32_t>(dst);
-  m.size = Bytes(static_cast<Bytes::rep>(bytes));
-  m.connection = fabric.port().open_connection();
-  std::vector<std::uint64_t> ids;
-  for (int i = 0; i < count; ++i) ids.push_back(fabric.port().post(m));
-  sim.run();
-  std::vector<Time> finish;
-  for (const std::uint64_t id : ids) {
-    const Message& done = fabric.port().message(id);  // slots are not reused here
-    if (!done.complete())
-      throw std::runtime_error(
-          fmt::format("the simulated {} B RDMA write did not complete", bytes));
-    finish.push_back(done.finish);
-  }
-  return finish;
-}
-
-}  // namespace
-
-double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster,
-                               std::uint64_t bytes) {
-  return rdma_writes(s, cluster, bytes, 1).front().us();  // posted at time 0
-}
-
-double rdma_stream_message_us(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes) {
-  // Enough messages for a steady spacing (the first ones share the path's fill), at most
-  // perftest's default window of 128 and about 64 MiB in all.
-  const int count = static_cast<int>(
-      std::clamp<std::uint64_t>((64u << 20) / std::max<std::uint64_t>(bytes, 1), 8, 128));
-  const std::vector<Time> finish = rdma_writes(s, cluster, bytes, count);
-  return (finish.back() - finish.front()).us() / (count - 1);
-}
-
 Calibration calibrate(const Scenario& s, const std::vector<Measurement>& measurements,
                       const std::vector<std::string>& keys) {
   return calibrate(s, BuiltCluster(s), measurements, keys);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli/experiment.hpp"
+#include "cli/perftest.hpp"
 #include "loader/scenario.hpp"
 #include "models/nccl.hpp"
 #include "validation/fit.hpp"
@@ -83,12 +84,7 @@ struct CalibrationParameter {
 // them).
 std::string perftest_binary(const std::string& test);
 
-// One-way time (us) of one RDMA write of `bytes` from the first NIC of the first server to the
-// first NIC of the second, alone on the fabric, at the scenario's fidelity.
-double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes);
-// Steady-state time (us) per message of a stream of RDMA writes of `bytes` posted together on
-// one QP between the same NICs (as ib_write_bw's window): the spacing of their completions.
-double rdma_stream_message_us(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes);
+// Perftest rows are simulated as `fabricsim perftest` runs them (cli/perftest.hpp).
 // One nccl-tests row's time (us) on the scenario's cluster at its fidelity, the ranks placed as
 // the measurement ran (n <= GPUs per server: one server; else whole servers).
 double nccl_tests_row_us(const Scenario& s, const BuiltCluster& cluster, const Measurement& m);

@@ -11,6 +11,7 @@
 #include "cli/html_report.hpp"
 #include "cli/nccl_tests.hpp"
 #include "cli/output.hpp"
+#include "cli/perftest.hpp"
 #include "cli/sweep.hpp"
 #include "cli/training.hpp"
 #include "fabricsim/version.hpp"
@@ -215,6 +216,45 @@ int run_nccl_tests_command(NcclTestsCli& c, std::ostream& out, std::ostream& err
   return r.errors.empty() ? kExitOk : kExitFailure;
 }
 
+struct PerftestCli {
+  PerftestArgs args;
+  std::string scenario;
+  std::vector<std::string> overrides;
+  std::string fidelity;
+};
+
+void add_perftest(CLI::App& app, PerftestCli& c) {
+  CLI::App* cmd = app.add_subcommand(
+      "perftest",
+      "Run a perftest binary (ib_write_bw, ib_write_lat, ...) between two servers of the "
+      "simulated cluster, printing perftest's output");
+  cmd->add_option("binary", c.args.binary, "ib_write_bw, ib_send_bw, ib_write_lat, ib_send_lat")
+      ->required()
+      ->check(CLI::IsMember(perftest_binaries()));
+  cmd->add_option("--scenario", c.scenario, "Scenario file (TOML)")->required();
+  cmd->add_option("--set", c.overrides, "Override a scenario key, e.g. --set nic.mtu=1024")
+      ->take_last()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--fidelity", c.fidelity, "packet or flow (overrides the scenario's 'fidelity')")
+      ->check(CLI::IsMember({"packet", "flow"}));
+  cmd->add_option("-s,--size", c.args.size, "Message size in bytes (default 65536; latency 2)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30));
+  cmd->add_flag("-a,--all", c.args.all_sizes, "Every size from 2 B to 8 MiB in powers of two");
+  cmd->add_option("-n,--iters", c.args.iters, "Iterations (printed; default 5000, latency 1000)")
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_flag("--report_gbits", c.args.report_gbits, "Bandwidth in Gb/s instead of MiB/s");
+}
+
+int run_perftest_command(const PerftestCli& c, std::ostream& out) {
+  LoadOptions options{.overrides = c.overrides};
+  if (!c.fidelity.empty()) options.overrides.push_back(fidelity_override(c.fidelity));
+  const Scenario s = load_scenario(c.scenario, options);
+  const BuiltCluster cluster(s);
+  out << perftest_text(s, c.args, run_perftest(s, cluster, c.args));
+  return kExitOk;
+}
+
 int report_config_error(const ConfigError& e, std::ostream& err) {
   for (const auto& m : e.messages()) err << "fabricsim: error: " << m << '\n';
   return kExitUsage;
@@ -273,6 +313,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
   NcclTestsCli nccl_args;
   add_nccl_tests(app, nccl_args);
+  PerftestCli perftest_args;
+  add_perftest(app, perftest_args);
 
   std::vector<std::string> compare_files, compare_overrides;
   std::string compare_fidelity;
@@ -358,6 +400,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (*validate_cmd) return run_validate(measured, out, err);
     if (*diagnose_cmd) return run_diagnose(measured, out, err);
     if (app.got_subcommand("nccl-tests")) return run_nccl_tests_command(nccl_args, out, err);
+    if (app.got_subcommand("perftest")) return run_perftest_command(perftest_args, out);
     if (*compare) {
       LoadOptions options{.overrides = compare_overrides};
       if (!compare_fidelity.empty())

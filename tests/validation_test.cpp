@@ -501,6 +501,75 @@ TEST(Calibration, PerftestBandwidthSweepGivesTheNicMessageRateInTheOverlay) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Perftest, SimulatedOutputReadsAsPerftestAndCalibratesBack) {
+  const std::string scenario = std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/calibration.toml";
+  const std::vector<std::string> hidden = {"--set", "nic.message_rate_mpps=15",
+                                           "--set", "nic.message_overhead=0.7us",
+                                           "--set", "flow.efficiency_network=0.9"};
+  const auto run = [&](std::vector<std::string> args, int rc = 0) {
+    args.insert(args.begin(), "perftest");
+    args.insert(args.end(), {"--scenario", scenario});
+    args.insert(args.end(), hidden.begin(), hidden.end());
+    std::ostringstream out, err;
+    EXPECT_EQ(cli_main(args, out, err), rc) << err.str();
+    return out.str() + err.str();
+  };
+  // Bandwidth: every size of -a, in perftest's format; 15 Mpps while messages are small, 0.9
+  // of the 100G link's payload rate (4096 of every 4178 B) when large.
+  const std::string bw = run({"ib_write_bw", "-a"});
+  const PerftestOutput o = parse_perftest(bw, "bw.txt");
+  EXPECT_EQ(o.test, "RDMA_Write BW Test");
+  EXPECT_FALSE(o.latency);
+  EXPECT_EQ(o.link_type, "Ethernet");
+  EXPECT_EQ(o.mtu, 4096u);
+  ASSERT_EQ(o.rows.size(), 23u);
+  EXPECT_EQ(o.rows.front().bytes, 2u);
+  EXPECT_EQ(o.rows.front().iterations, 5000u);
+  EXPECT_NEAR(o.rows.front().msg_rate_mpps, 15, 1e-4);  // 1 / 66,667 ps
+  EXPECT_NEAR(o.rows.back().bw_avg_gbps, 0.9 * 100 * 4096 / 4178, 1e-3);
+  const PerftestOutput g =
+      parse_perftest(run({"ib_send_bw", "-s", "1048576", "--report_gbits"}), "g.txt");
+  EXPECT_EQ(g.test, "Send BW Test");
+  ASSERT_EQ(g.rows.size(), 1u);
+  EXPECT_NEAR(g.rows.front().bw_avg_gbps, 0.9 * 100 * 4096 / 4178, 1e-2);  // Gb/s, 2 decimals
+  // Latency: one write, deterministic; 0.7 us of it the NIC's overhead.
+  const std::string lat = run({"ib_write_lat", "-n", "200"});
+  const PerftestOutput l = parse_perftest(lat, "lat.txt");
+  EXPECT_TRUE(l.latency);
+  ASSERT_EQ(l.rows.size(), 1u);
+  EXPECT_EQ(l.rows.front().iterations, 200u);
+  EXPECT_EQ(l.rows.front().t_min, l.rows.front().t_max);
+  EXPECT_EQ(l.rows.front().t_stdev, 0);
+  EXPECT_GT(l.rows.front().t_typical, 0.7);
+  // Both files calibrate back to the hidden values with the default set.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("fabricsim-perftest-sim-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "ib_write_bw.txt") << bw;
+  std::ofstream(dir / "ib_write_lat.txt") << run({"ib_write_lat", "-a"});
+  const std::string overlay = (dir / "calibrated.toml").string();
+  std::ostringstream out, err;
+  ASSERT_EQ(cli_main({"calibrate", "--measurements", dir.string(), "--scenario", scenario, "--out",
+                      overlay},
+                     out, err),
+            0)
+      << out.str() << err.str();
+  const Scenario s = load_scenario(overlay);
+  EXPECT_NEAR(s.network.nic.message_rate_mpps / 15, 1, 0.01) << out.str();
+  EXPECT_NEAR(s.network.nic.message_overhead.us() / 0.7, 1, 0.02) << out.str();
+  EXPECT_NEAR(s.flow_efficiency.network / 0.9, 1, 0.01) << out.str();
+  std::filesystem::remove_all(dir);
+  // Wrong input: a binary it does not run, a cluster with one server.
+  EXPECT_NE(run({"ib_read_bw"}, 2).find("ib_read_bw not in"), std::string::npos);
+  std::ostringstream o1, e1;
+  EXPECT_EQ(
+      cli_main({"perftest", "ib_write_lat", "--scenario", scenario, "--set", "server.count=1"}, o1,
+               e1),
+      2);
+  EXPECT_NE(e1.str().find("two NICs on different servers"), std::string::npos) << e1.str();
+}
+
 TEST(Calibration, CommandsWriteALoadableOverlayValidateAndDiagnose) {
   const auto dir = std::filesystem::temp_directory_path() / "fabricsim-calibration-cli";
   std::filesystem::remove_all(dir);

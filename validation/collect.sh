@@ -7,7 +7,8 @@
 #
 #   --peer HOST       also run fabricsim-verbs-bench, ib_write_bw and ib_write_lat against HOST
 #                     (start the server sides there first: `fabricsim-verbs-bench --server`,
-#                     `ib_write_bw --report_gbits`, `ib_write_lat`)
+#                     `ib_write_bw -a --report_gbits`, `ib_write_lat -a`: every size, 2 B to
+#                     8 MiB, for the NIC's message rate, overhead and link efficiency)
 #   --bench PATH      fabricsim-bench (default: build/fabricsim-bench)
 #   --nccl-tests DIR  folder of the nccl-tests binaries (default: on PATH)
 #   -e MAXBYTES       largest collective size (default 1G)
@@ -80,8 +81,8 @@ if [ -n "$peer" ]; then
       note "fabricsim-verbs-bench failed (is the --server side running on $peer?)"
   fi
   if have ib_write_bw; then
-    ib_write_bw --report_gbits "$peer" >"$out/ib_write_bw.txt" 2>&1 || note "ib_write_bw failed"
-    ib_write_lat "$peer" >"$out/ib_write_lat.txt" 2>&1 || note "ib_write_lat failed"
+    ib_write_bw -a --report_gbits "$peer" >"$out/ib_write_bw.txt" 2>&1 || note "ib_write_bw failed"
+    ib_write_lat -a "$peer" >"$out/ib_write_lat.txt" 2>&1 || note "ib_write_lat failed"
   else
     note "no perftest (ib_write_bw): skipped"
   fi

@@ -1,0 +1,117 @@
+#include "cli/perftest.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <stdexcept>
+
+namespace fabricsim {
+
+namespace {
+
+// Completion times of `count` RDMA writes of `bytes` posted at time 0 on one QP between the
+// NICs named in the header, alone on the fabric.
+std::vector<Time> rdma_writes(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes,
+                              int count) {
+  const auto endpoints = cluster.topology.endpoints().size();
+  const std::size_t dst = s.cluster.servers >= 2 ? s.cluster.server.nics.size() : endpoints - 1;
+  if (s.cluster.servers == 1 || endpoints < 2 || dst == 0 || dst >= endpoints)
+    throw std::invalid_argument("RDMA tests need two NICs on different servers in the scenario");
+  Simulation sim(s.seed);
+  FabricBackend fabric(sim, s, cluster);
+  Message m;
+  m.src = 0;
+  m.dst = static_cast<std::uint32_t>(dst);
+  m.size = Bytes(static_cast<Bytes::rep>(bytes));
+  m.connection = fabric.port().open_connection();
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < count; ++i) ids.push_back(fabric.port().post(m));
+  sim.run();
+  std::vector<Time> finish;
+  for (const std::uint64_t id : ids) {
+    const Message& done = fabric.port().message(id);  // slots are not reused here
+    if (!done.complete())
+      throw std::runtime_error(
+          fmt::format("the simulated {} B RDMA write did not complete", bytes));
+    finish.push_back(done.finish);
+  }
+  return finish;
+}
+
+}  // namespace
+
+double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster,
+                               std::uint64_t bytes) {
+  return rdma_writes(s, cluster, bytes, 1).front().us();  // posted at time 0
+}
+
+double rdma_stream_message_us(const Scenario& s, const BuiltCluster& cluster,
+                              std::uint64_t bytes) {
+  // Enough messages for a steady spacing (the first ones share the path's fill), at most
+  // perftest's default window of 128 and about 64 MiB in all.
+  const int count = static_cast<int>(
+      std::clamp<std::uint64_t>((64u << 20) / std::max<std::uint64_t>(bytes, 1), 8, 128));
+  const std::vector<Time> finish = rdma_writes(s, cluster, bytes, count);
+  return (finish.back() - finish.front()).us() / (count - 1);
+}
+
+std::vector<std::string> perftest_binaries() {
+  return {"ib_write_bw", "ib_send_bw", "ib_write_lat", "ib_send_lat"};
+}
+
+std::vector<PerftestRow> run_perftest(const Scenario& s, const BuiltCluster& cluster,
+                                      const PerftestArgs& a) {
+  std::vector<std::uint64_t> sizes;
+  if (a.all_sizes) {
+    for (std::uint64_t b = 2; b <= (8u << 20); b *= 2) sizes.push_back(b);
+  } else {
+    sizes.push_back(a.size > 0 ? a.size : a.latency() ? 2 : 65536);
+  }
+  std::vector<PerftestRow> rows;
+  for (const std::uint64_t b : sizes)
+    rows.push_back({b, a.latency() ? rdma_message_latency_us(s, cluster, b)
+                                   : rdma_stream_message_us(s, cluster, b)});
+  return rows;
+}
+
+std::string perftest_text(const Scenario& s, const PerftestArgs& a,
+                          const std::vector<PerftestRow>& rows) {
+  const std::string rule(87, '-');
+  const bool send = a.binary.starts_with("ib_send");
+  const int iters = a.iters > 0 ? a.iters : a.latency() ? 1000 : 5000;
+  std::string t = rule + "\n";
+  t += fmt::format("{:>20}{} {} Test\n", "", send ? "Send" : "RDMA_Write",
+                   a.latency() ? "Latency" : "BW");
+  t += " Number of qps   : 1\t\tTransport type : IB\n";
+  t += " Connection type : RC\t\tUsing SRQ      : OFF\n";
+  if (!a.latency()) t += " TX depth        : 128\n";
+  t += fmt::format(" Mtu             : {}[B]\n", s.network.nic.format.mtu.count());
+  t += fmt::format(" Link type       : {}\n",
+                   s.cluster.fabric.technology == "infiniband" ? "IB" : "Ethernet");
+  t += rule + "\n";
+  if (a.latency()) {
+    t += " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
+         "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n";
+    for (const auto& r : rows)
+      t += fmt::format(" {:<7} {:<7}       {:<7.2f}        {:<7.2f}      {:<7.2f}            "
+                       "{:<7.2f}        {:<7.2f}         {:<7.2f}                {:<7.2f}\n",
+                       r.bytes, iters, r.us, r.us, r.us, r.us, 0.0, r.us, r.us);
+  } else {
+    const char* unit = a.report_gbits ? "Gb/sec" : "MiB/sec";
+    t += fmt::format(" #bytes     #iterations    BW peak[{0}]    BW average[{0}]   MsgRate[Mpps]\n",
+                     unit);
+    for (const auto& r : rows) {
+      // perftest's format_factor: 2^20 (MiB/s) or 125,000,000 (Gb/s, decimal).
+      const double bytes_per_s = static_cast<double>(r.bytes) / (r.us * 1e-6);
+      const double bw = bytes_per_s / (a.report_gbits ? 125e6 : 1048576.0);
+      t += fmt::format(" {:<7}    {:<10}       {:<7.2f}            {:<7.2f}\t\t     {:<7.6f}\n",
+                       r.bytes, iters, bw, bw, 1 / r.us);
+    }
+  }
+  t += rule + "\n";
+  t += fmt::format("# fabricsim: {} at {} level, {} -> {}, GPU memory, one QP\n", s.name,
+                   s.fidelity == Fidelity::kFlow ? "flow" : "packet", "first NIC of server 0",
+                   s.cluster.servers >= 2 ? "first NIC of server 1" : "last endpoint");
+  return t;
+}
+
+}  // namespace fabricsim
