@@ -39,16 +39,6 @@ std::string binary_of(const validation::NcclTestsOutput& o, const std::filesyste
 
 }  // namespace
 
-std::string perftest_binary(const std::string& test) {
-  const char* kind = test.find("Lat") != std::string::npos  ? "lat"
-                     : test.find("BW") != std::string::npos ? "bw"
-                                                            : nullptr;
-  if (kind == nullptr) return {};
-  if (test.find("Write") != std::string::npos) return fmt::format("ib_write_{}", kind);
-  if (test.find("Send") != std::string::npos) return fmt::format("ib_send_{}", kind);
-  return {};
-}
-
 MeasurementSet load_measurements(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir))
     throw std::invalid_argument(fmt::format("{}: not a folder of measurements", dir.string()));
@@ -67,13 +57,11 @@ MeasurementSet load_measurements(const std::filesystem::path& dir) {
       set.rdma_gbps.emplace_back(name, peak);  // diagnose's evidence, whatever the test
     }
     const std::string binary = perftest_binary(o.test);
-    if (binary.empty()) {
+    if (binary.empty())
       set.notes.push_back(fmt::format(
           "{}: {}: not calibration data: only RDMA writes and sends are single messages", name,
           o.test));
-    }
-    for (const auto& r : o.rows) {
-      if (binary.empty()) break;
+    for (const auto& r : binary.empty() ? std::vector<validation::PerftestRow>{} : o.rows) {
       const std::string source = fmt::format("{}:{}", name, r.line);
       // Latency rows: the typical (median) one-way time. Bandwidth rows: the stream's time per
       // message, bytes / average bandwidth.

@@ -79,11 +79,6 @@ struct CalibrationParameter {
   // What a fitted value at one of the bounds means ("" inside them): its uncertainty is not.
   std::string at_bound(double v) const;
 };
-// "ib_write_lat", "ib_send_lat", "ib_write_bw" or "ib_send_bw" for a perftest test's title,
-// else "" (an RDMA read is a request and a response: neither one message nor a stream of
-// them).
-std::string perftest_binary(const std::string& test);
-
 // Perftest rows are simulated as `fabricsim perftest` runs them (cli/perftest.hpp).
 // One nccl-tests row's time (us) on the scenario's cluster at its fidelity, the ranks placed as
 // the measurement ran (n <= GPUs per server: one server; else whole servers).

@@ -44,8 +44,7 @@ double rdma_message_latency_us(const Scenario& s, const BuiltCluster& cluster,
   return rdma_writes(s, cluster, bytes, 1).front().us();  // posted at time 0
 }
 
-double rdma_stream_message_us(const Scenario& s, const BuiltCluster& cluster,
-                              std::uint64_t bytes) {
+double rdma_stream_message_us(const Scenario& s, const BuiltCluster& cluster, std::uint64_t bytes) {
   // Enough messages for a steady spacing (the first ones share the path's fill), at most
   // perftest's default window of 128 and about 64 MiB in all.
   const int count = static_cast<int>(
@@ -56,6 +55,17 @@ double rdma_stream_message_us(const Scenario& s, const BuiltCluster& cluster,
 
 std::vector<std::string> perftest_binaries() {
   return {"ib_write_bw", "ib_send_bw", "ib_write_lat", "ib_send_lat"};
+}
+
+std::string perftest_binary(const std::string& title) {
+  // Titles: "RDMA_Write BW Test", "Send Latency Test" (older versions: "... Lat Test").
+  const char* kind = title.find("Lat") != std::string::npos  ? "lat"
+                     : title.find("BW") != std::string::npos ? "bw"
+                                                             : nullptr;
+  if (kind == nullptr) return {};
+  if (title.find("Write") != std::string::npos) return fmt::format("ib_write_{}", kind);
+  if (title.find("Send") != std::string::npos) return fmt::format("ib_send_{}", kind);
+  return {};
 }
 
 std::vector<PerftestRow> run_perftest(const Scenario& s, const BuiltCluster& cluster,
@@ -92,9 +102,10 @@ std::string perftest_text(const Scenario& s, const PerftestArgs& a,
     t += " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
          "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n";
     for (const auto& r : rows)
-      t += fmt::format(" {:<7} {:<7}       {:<7.2f}        {:<7.2f}      {:<7.2f}            "
-                       "{:<7.2f}        {:<7.2f}         {:<7.2f}                {:<7.2f}\n",
-                       r.bytes, iters, r.us, r.us, r.us, r.us, 0.0, r.us, r.us);
+      t += fmt::format(
+          " {:<7} {:<7}       {:<7.2f}        {:<7.2f}      {:<7.2f}            "
+          "{:<7.2f}        {:<7.2f}         {:<7.2f}                {:<7.2f}\n",
+          r.bytes, iters, r.us, r.us, r.us, r.us, 0.0, r.us, r.us);
   } else {
     const char* unit = a.report_gbits ? "Gb/sec" : "MiB/sec";
     t += fmt::format(" #bytes     #iterations    BW peak[{0}]    BW average[{0}]   MsgRate[Mpps]\n",

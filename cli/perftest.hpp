@@ -38,6 +38,10 @@ struct PerftestArgs {
 };
 // The binaries `fabricsim perftest` runs.
 std::vector<std::string> perftest_binaries();
+// The binary of a perftest output's title ("RDMA_Write BW Test": "ib_write_bw"), one of those,
+// else "" (an RDMA read is a request and a response: neither one message nor a stream of
+// them).
+std::string perftest_binary(const std::string& title);
 
 struct PerftestRow {
   std::uint64_t bytes = 0;
