@@ -532,7 +532,7 @@ void print_table(const std::vector<Measurement>& ms, const std::vector<double>& 
     const auto& m = ms[i];
     rows.push_back({fmt::format("{}, {} ranks", m.binary, m.ranks), m.bytes, m.time_us, sim[i],
                     bus_factor(m.op, m.ranks), role});
-    out << fmt::format("{:<20} {:>6} {:>12} {:>12.2f} {:>12.2f} {:>+8.2f}  {}\n", m.binary, m.ranks,
+    out << fmt::format("{:<20} {:>6} {:>12} {:>12.3f} {:>12.3f} {:>+8.2f}  {}\n", m.binary, m.ranks,
                        m.bytes, m.time_us, sim[i], (sim[i] / m.time_us - 1) * 100, role);
   }
 }
