@@ -101,7 +101,7 @@ HEAD
   moves at one rate from start to end, with an analytic fill, so it misses what individual
   slices do: channels that pass a shared link at different times, a tree level waiting for its
   slowest child, credits running dry. With few slices per connection that is worth up to
-  ~11 % either way (ring AllReduce 16 MiB: -11 %, tree 16 MiB: +6 %); from 64 MiB on the two
+  ~10 % either way (ring AllReduce 16 MiB: -10 %, tree 16 MiB: +6 %); from 64 MiB on the two
   agree within 3 %. `"auto"` streams only collectives of more than 50,000 primitives, which on
   this cluster means the large ones.
 - **Incast**: both levels share the receiver's link, but the packet level adds the pause and

@@ -501,6 +501,22 @@ TEST(Calibration, PerftestBandwidthSweepGivesTheNicMessageRateInTheOverlay) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Perftest, FlowAndPacketLevelAgreeOnALoneWriteOfAnySize) {
+  // One write GPU to GPU across two servers: PCIe, NIC, switch, NIC, PCIe. The flow level's
+  // store-and-forward latency (full packets before the bottleneck, the short last one after
+  // it) and header-true volume give the packet level's time, multiple of the MTU or not.
+  Scenario s =
+      load_scenario(std::filesystem::path(FABRICSIM_SOURCE_DIR) / "tests/data/calibration.toml");
+  const BuiltCluster cluster(s);
+  for (const std::uint64_t bytes : {2u, 1000u, 4096u, 5000u, 9000u, 100000u, 1u << 20}) {
+    s.fidelity = Fidelity::kFlow;
+    const double flow = rdma_message_latency_us(s, cluster, bytes);
+    s.fidelity = Fidelity::kPacket;
+    const double packet = rdma_message_latency_us(s, cluster, bytes);
+    EXPECT_NEAR(flow / packet, 1, 1e-6) << bytes << " B: flow " << flow << ", packet " << packet;
+  }
+}
+
 TEST(Perftest, SimulatedOutputReadsAsPerftestAndCalibratesBack) {
   const std::string scenario = std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/calibration.toml";
   const std::vector<std::string> hidden = {"--set", "nic.message_rate_mpps=15",

@@ -100,23 +100,23 @@ MaxMinSolver::Res FlowNetwork::new_resource(double bytes_per_s) {
   return solver_.add_resource(bytes_per_s);
 }
 
-void FlowNetwork::add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet,
-                          bool first) {
+void FlowNetwork::add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Units wire) {
   r.resources.push_back(link_resource(from, to, link));
   r.latency += link.latency;
-  if (!first) r.latency += tx_time(packet, link.rate);  // store and forward of the last unit
+  hop_times_.emplace_back(tx_time(wire.first, link.rate), tx_time(wire.last, link.rate));
 }
 
-void FlowNetwork::add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first) {
+void FlowNetwork::add_pcie_path(Route& r, Vertex from, Vertex to, Units chunk) {
   const auto& g = topo_.graph();
   const auto path = pcie_path(g, from, to);
+  const auto tlps = [&](Bytes c) {
+    return c + params_.host.pcie_tlp_overhead *
+                   ((c.count() + params_.host.pcie_max_payload.count() - 1) /
+                    params_.host.pcie_max_payload.count());
+  };
   for (std::size_t i = 0; i + 1 < path.size(); ++i) {
     const auto e = boost::edge(path[i], path[i + 1], g).first;
-    const Bytes wire = chunk + params_.host.pcie_tlp_overhead *
-                                   ((chunk.count() + params_.host.pcie_max_payload.count() - 1) /
-                                    params_.host.pcie_max_payload.count());
-    add_hop(r, path[i], path[i + 1], g[e], wire, first);
-    first = false;
+    add_hop(r, path[i], path[i + 1], g[e], {tlps(chunk.first), tlps(chunk.last)});
   }
 }
 
@@ -124,8 +124,10 @@ Vertex FlowNetwork::gpu_vertex(std::uint32_t endpoint, std::uint32_t gpu) const 
   return gpu == Message::kPairedGpu ? paired_[endpoint] : gpus_.at(gpu);
 }
 
-Bytes FlowNetwork::packet_unit(const Message& m) const {
-  return std::min(params_.nic.format.mtu, std::max(m.size, Bytes(1)));
+FlowNetwork::Units FlowNetwork::packet_units(const Message& m) const {
+  const auto mtu = params_.nic.format.mtu.count();
+  const auto size = std::max<Bytes::rep>(m.size.count(), 1);
+  return {Bytes(std::min(mtu, size)), Bytes(size - (size - 1) / mtu * mtu)};
 }
 
 bool FlowNetwork::inside_server(const Message& m) const {
@@ -136,18 +138,52 @@ bool FlowNetwork::inside_server(const Message& m) const {
 }
 
 FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
+  hop_times_.clear();
+  Route r = route_hops(m);
+  if (hop_times_.empty()) return r;
+  // Store and forward of k packets over the hops (f_h: a full packet's time on hop h, l_h the
+  // last packet's): packet p leaves hop h at T(p, h) = max(T(p-1, h), T(p, h-1)) + its time,
+  // plus fixed delays (already in r.latency). Packets 1..k-1 being alike, the last one's exit
+  // is T = max over i of [sum_{h<=i} f_h + (k-2) max_{h<=i} f_h + sum_{h>=i} l_h] (k >= 2), or
+  // sum l_h (k = 1). The flow's drain is its bytes at the bottleneck b (the slowest hop),
+  // (k-1) f_b + l_b, so the route's latency holds T minus that: an uncongested flow ends when
+  // the packet model's last packet does, whatever its size.
+  const auto mtu = params_.nic.format.mtu.count();
+  const auto k = static_cast<Time::rep>((std::max<Bytes::rep>(m.size.count(), 1) + mtu - 1) / mtu);
+  Time last_total{};
+  for (const auto& [full, last] : hop_times_) last_total += last;
+  Time exit = last_total;
+  if (k >= 2) {
+    Time full_sum{}, full_max{}, last_rest = last_total;
+    exit = Time::zero();
+    for (const auto& [full, last] : hop_times_) {
+      full_sum += full;
+      full_max = std::max(full_max, full);
+      exit = std::max(exit, full_sum + full_max * (k - 2) + last_rest);
+      last_rest -= last;
+    }
+  }
+  const auto b = std::max_element(hop_times_.begin(), hop_times_.end(),
+                                  [](const auto& x, const auto& y) { return x.first < y.first; });
+  r.latency += exit - (b->first * (k - 1) + b->second);
+  return r;
+}
+
+FlowNetwork::Route FlowNetwork::route_hops(const Message& m) {
   const auto& g = topo_.graph();
   Route r;
-  const Bytes unit = packet_unit(m);
+  const Units unit = packet_units(m);
   const bool host = params_.host_side && !gpus_.empty();
   const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
-  bool first = true;
   if (inside_server(m)) {
     // Inside a server: NVLink through the NVSwitches (striped: the GPU's links together) or
     // a direct NVLink, else PCIe peer to peer.
-    const Bytes flit = unit + params_.host.nvlink_overhead *
-                                  ((unit.count() + params_.host.nvlink_max_payload.count() - 1) /
-                                   params_.host.nvlink_max_payload.count());
+    const auto flits = [&](Bytes u) {
+      return u + params_.host.nvlink_overhead *
+                     ((u.count() + params_.host.nvlink_max_payload.count() - 1) /
+                      params_.host.nvlink_max_payload.count());
+    };
+    const Units flit{flits(unit.first), flits(unit.last)};
     Bandwidth::rep out = 0, in = 0;
     Bandwidth hop_rate{};  // one switch-to-GPU link: where the last flit is stored and forwarded
     Time latency{};
@@ -156,7 +192,7 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
       if (g[*e].kind != LinkKind::kNvLink) continue;
       const Vertex peer = boost::target(*e, g);
       if (peer == dst_gpu) {
-        add_hop(r, src_gpu, peer, g[*e], flit, true);
+        add_hop(r, src_gpu, peer, g[*e], flit);
         return r;
       }
       if (g[peer].kind != NodeKind::kNvSwitch || !boost::edge(peer, dst_gpu, g).second) continue;
@@ -182,10 +218,10 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
       };
       r.resources.push_back(res(src_gpu, true, out));
       r.resources.push_back(res(dst_gpu, false, in));
-      r.latency = latency * 2 + tx_time(flit, hop_rate);
+      r.latency = latency * 2 + tx_time(flit.first, hop_rate);
       return r;
     }
-    add_pcie_path(r, src_gpu, dst_gpu, unit, first);
+    add_pcie_path(r, src_gpu, dst_gpu, unit);
     return r;
   }
   const Vertex src_nic = topo_.endpoints()[m.src], dst_nic = topo_.endpoints()[m.dst];
@@ -194,11 +230,11 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
     // host memory on the NIC's socket.
     const Vertex from = to_nic ? gpu : nic, to = to_nic ? nic : gpu;
     if (params_.host.gpudirect_between(g, gpu, nic)) {
-      add_pcie_path(r, from, to, unit, first);
+      add_pcie_path(r, from, to, unit);
       return;
     }
     const Vertex cpu = nic_socket_cpu(g, nic);
-    add_pcie_path(r, from, cpu, unit, first);
+    add_pcie_path(r, from, cpu, unit);
     auto [it, inserted] = memory_res_.try_emplace(cpu, 0);
     if (inserted) {
       it->second = new_resource(static_cast<double>(params_.host.host_memory_rate.bps()) / 8);
@@ -206,12 +242,13 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
     }
     r.resources.push_back(it->second);
     r.latency += params_.host.host_memory_latency;
-    add_pcie_path(r, cpu, to, unit, first);
+    add_pcie_path(r, cpu, to, unit);
   };
   if (host) host_leg(src_gpu, src_nic, true);
   if (m.src != m.dst) {
     // The network path the packet model's ECMP picks for this queue pair's data.
-    const Bytes packet = unit + params_.nic.format.header;
+    const Units packet{unit.first + params_.nic.format.header,
+                       unit.last + params_.nic.format.header};
     if (m.size > Bytes(0)) {
       const auto mtu = params_.nic.format.mtu.count(), header = params_.nic.format.header.count();
       const auto packets = (m.size.count() + mtu - 1) / mtu;
@@ -220,18 +257,19 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
     }
     std::size_t s = routing_.endpoint_switch(m.src);
     const LinkInfo& first_link = g[routing_.endpoint_link(m.src)];
-    add_hop(r, src_nic, routing_.switch_vertex(s), first_link, packet, first);
+    add_hop(r, src_nic, routing_.switch_vertex(s), first_link, packet);
     r.latency += params_.switch_latency;
     // The sending NIC's per-message overhead (RDMA; as RdmaNic adds it at packet level).
     if (params_.nic.transport == Transport::kRdma) r.latency += params_.nic.message_overhead;
-    first = false;
     const std::uint64_t flow =
         params_.path_selection == PathSelection::kSpray ? 0 : std::uint64_t{m.connection} << 1;
     for (int guard = 0; guard < 64; ++guard) {
       const std::uint16_t p = routing_.select(s, m.dst, flow, params_.path_selection);
       const auto& port = routing_.ports(s)[p];
       r.resources.push_back(port_res_.at({s, p}));
-      r.latency += g[port.edge].latency + tx_time(packet, g[port.edge].rate);
+      r.latency += g[port.edge].latency;
+      hop_times_.emplace_back(tx_time(packet.first, g[port.edge].rate),
+                              tx_time(packet.last, g[port.edge].rate));
       if (s == routing_.endpoint_switch(m.dst)) break;
       r.latency += params_.switch_latency;
       s = switch_of_vertex_.at(port.peer);
@@ -246,7 +284,8 @@ std::size_t FlowNetwork::RouteKeyHash::operator()(const RouteKey& k) const {
   std::uint64_t h = 1469598103934665603ull;
   for (const std::uint64_t v :
        {std::uint64_t{k.src}, std::uint64_t{k.dst}, std::uint64_t{k.src_gpu},
-        std::uint64_t{k.dst_gpu}, std::uint64_t{k.connection}, static_cast<std::uint64_t>(k.unit)})
+        std::uint64_t{k.dst_gpu}, std::uint64_t{k.connection}, static_cast<std::uint64_t>(k.unit),
+        static_cast<std::uint64_t>(k.last)})
     h = (h ^ v) * 1099511628211ull;
   return static_cast<std::size_t>(h);
 }
@@ -254,7 +293,9 @@ std::size_t FlowNetwork::RouteKeyHash::operator()(const RouteKey& k) const {
 const FlowNetwork::Route& FlowNetwork::connection_route(const Message& m) {
   // The key holds everything route_of reads of the message: its ends, its connection (the
   // ECMP hash) and the packet it sizes latencies with.
-  const RouteKey key{m.src, m.dst, m.src_gpu, m.dst_gpu, m.connection, packet_unit(m).count()};
+  const Units units = packet_units(m);
+  const RouteKey key{
+      m.src, m.dst, m.src_gpu, m.dst_gpu, m.connection, units.first.count(), units.last.count()};
   auto it = route_cache_.find(key);
   if (it == route_cache_.end()) it = route_cache_.emplace(key, route_of(m)).first;
   return it->second;

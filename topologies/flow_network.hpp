@@ -12,8 +12,9 @@
 // (calibration data, `[flow]`) multiply it; a network message whose last packet is not full
 // carries proportionally more bytes (Route::volume). A flow ends when its last byte has crossed its
 // bottleneck plus the path's latency: every hop's propagation and switch latency, plus one
-// packet's serialization at each hop after the first (store and forward of the last packet),
-// so an uncongested flow completes when the packet model's does.
+// packet's serialization at each hop but the slowest (store and forward: the first packet's
+// before it, the last packet's after it; the slowest hop's share is the drain itself), so an
+// uncongested flow completes when the packet model's does.
 // Messages of one connection (queue pair) go one after the other, as on a QP; with an RDMA
 // message rate, network messages first pass their NIC's send engine one per 1 / rate.
 // Not modelled at this level: PFC, ECN/DCQCN, drops and retransmission, ACK traffic.
@@ -105,13 +106,21 @@ class FlowNetwork final : public TransferPort {
   MaxMinSolver::Res link_resource(Vertex from, Vertex to, const LinkInfo& link);
   // A solver resource of this capacity (payload bytes per second), with its byte counter.
   MaxMinSolver::Res new_resource(double bytes_per_s);
-  void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Bytes packet, bool first);
-  void add_pcie_path(Route& r, Vertex from, Vertex to, Bytes chunk, bool& first);
+  // A message's first and last packet (or chunk, or flit): what a route's hops store and
+  // forward before and after its bottleneck.
+  struct Units {
+    Bytes first, last;
+  };
+  // Adds the hop's resource and latency, and its first and last unit's time to hop_times_.
+  void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Units wire);
+  void add_pcie_path(Route& r, Vertex from, Vertex to, Units chunk);
   Route route_of(const Message& m);
+  // route_of without the store-and-forward times, which it leaves in hop_times_.
+  Route route_hops(const Message& m);
   // GPU to GPU of one server: NVLink or PCIe peer to peer, never the NICs.
   bool inside_server(const Message& m) const;
-  // The packet a route's latencies are sized with: the message, up to one MTU.
-  Bytes packet_unit(const Message& m) const;
+  // The message's first and last packet: up to one MTU, the last what remains.
+  Units packet_units(const Message& m) const;
   // route_of for the members of streamed pipelines, computed once per connection and packet
   // size: the collective engine asks for a member's latency while planning (often more than
   // once) and for its resources when the pipeline starts. Bounded by the communicators'
@@ -119,7 +128,7 @@ class FlowNetwork final : public TransferPort {
   const Route& connection_route(const Message& m);
   struct RouteKey {
     std::uint32_t src, dst, src_gpu, dst_gpu, connection;
-    Bytes::rep unit;
+    Bytes::rep unit, last;
     bool operator==(const RouteKey&) const = default;
   };
   struct RouteKeyHash {
@@ -172,6 +181,7 @@ class FlowNetwork final : public TransferPort {
   std::vector<MaxMinSolver::Var> changed_;
   std::vector<MaxMinSolver::Res> free_caps_;  // pipeline caps no longer in use
   std::vector<MaxMinSolver::Res> scratch_;
+  std::vector<std::pair<Time, Time>> hop_times_;  // route_of's hops: (first, last) unit time
 };
 
 }  // namespace fabricsim
