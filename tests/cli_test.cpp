@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/sweep.hpp"
 #include "fabricsim/version.hpp"
+#include "tests/temp_dir.hpp"
 
 using namespace fabricsim;
 namespace fs = std::filesystem;
@@ -36,12 +37,7 @@ std::string read(const fs::path& path) {
   return s.str();
 }
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("fabricsim_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  return dir;
-}
+using fabricsim::tests::temp_dir;
 
 }  // namespace
 
@@ -305,6 +301,7 @@ TEST(NcclTests, EveryBinaryRunsAndSameSeedGivesIdenticalOutput) {
       << j.out;
   EXPECT_NE(read(dir + "/r.json").find("\"busbw_gbps\""), std::string::npos);
   EXPECT_EQ(read(dir + "/r.csv").rfind("size,count,algorithm,protocol,channels,", 0), 0u);
+  fs::remove_all(dir);
 }
 
 TEST(NcclTests, BadArgumentsExitTwoWithAMessage) {
@@ -428,14 +425,15 @@ TEST(Sweep, MpirunSpreadsThePointsAndGathersTheSameSummary) {
   if (!mpi_enabled())
     GTEST_SKIP() << "built without OpenMPI (libopenmpi-dev; not in sanitizer builds)";
   if (!fs::exists("/usr/bin/mpirun")) GTEST_SKIP() << "mpirun is not installed (openmpi-bin)";
-  const fs::path many = temp_dir("mpi"), one = temp_dir("mpi_one");
+  const fs::path many = temp_dir("mpi"), one = temp_dir("mpi_one"), log = temp_dir("mpi.log");
   const std::string bin = std::string(FABRICSIM_BINARY_DIR) + "/fabricsim";
   const std::string scenario = kSource + "/tests/data/sweep.toml";
   const std::string cmd = fmt::format(
       "timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 {} run {} --out {} -j 1 "
       "> {} 2>&1",
-      bin, scenario, many.string(), (fs::temp_directory_path() / "fabricsim_mpi.log").string());
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << read(fs::temp_directory_path() / "fabricsim_mpi.log");
+      bin, scenario, many.string(), log.string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read(log);
+  fs::remove(log);
   ASSERT_EQ(cli({"run", scenario, "--out", one.string(), "--quiet"}).code, 0);
   EXPECT_EQ(read(many / "summary.txt"), read(one / "summary.txt"));
   for (int i = 0; i < 4; ++i)  // both ranks wrote their points

@@ -10,6 +10,7 @@
 
 #include "cli/calibration.hpp"
 #include "cli/commands.hpp"
+#include "tests/temp_dir.hpp"
 #include "topologies/server.hpp"
 #include "validation/fit.hpp"
 #include "validation/parsers.hpp"
@@ -363,8 +364,7 @@ TEST(Calibration, PcieStepLatencyAndEfficiencyOnServersWithoutNvlink) {
   // A direct PCIe estimate the fit refined is written once, as fitted: the overlay loads.
   const auto scenario =
       std::filesystem::path(FABRICSIM_SOURCE_DIR) / "tests/data/calibration-pcie.toml";
-  const auto overlay = std::filesystem::temp_directory_path() /
-                       ("fabricsim-pcie-overlay-" + std::to_string(getpid()) + ".toml");
+  const auto overlay = tests::temp_dir("pcie-overlay.toml");
   c.direct.push_back({"flow.efficiency_pcie", 0.7, "host copies"});
   std::string text = calibration_overlay(c, scenario, overlay, ms.size(), "gen");
   EXPECT_EQ(text.find("# direct"), std::string::npos) << text;
@@ -470,9 +470,7 @@ TEST(Calibration, NicMessageRateBoundsSmallMessageStreamsAndIsFittedFromPerftest
 TEST(Calibration, PerftestBandwidthSweepGivesTheNicMessageRateInTheOverlay) {
   // An `ib_write_bw -a` sweep in perftest's format (constructed: 9.6 Mpps, +-0.4 %, up to
   // 1 KiB, 11,050 MiB/s beyond), with an RDMA read test beside it that is not calibration data.
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("fabricsim-perftest-bw-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
+  const auto dir = tests::temp_dir("perftest-bw");
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(kData / "ib_write_bw_all_sizes.txt", dir / "ib_write_bw.txt");
   std::string read = fixture("ib_write_bw.txt");
@@ -558,9 +556,7 @@ TEST(Perftest, SimulatedOutputReadsAsPerftestAndCalibratesBack) {
   EXPECT_EQ(l.rows.front().t_stdev, 0);
   EXPECT_GT(l.rows.front().t_typical, 0.7);
   // Both files calibrate back to the hidden values with the default set.
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("fabricsim-perftest-sim-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
+  const auto dir = tests::temp_dir("perftest-sim");
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "ib_write_bw.txt") << bw;
   std::ofstream(dir / "ib_write_lat.txt") << run({"ib_write_lat", "-a"});
@@ -587,8 +583,7 @@ TEST(Perftest, SimulatedOutputReadsAsPerftestAndCalibratesBack) {
 }
 
 TEST(Calibration, CommandsWriteALoadableOverlayValidateAndDiagnose) {
-  const auto dir = std::filesystem::temp_directory_path() / "fabricsim-calibration-cli";
-  std::filesystem::remove_all(dir);
+  const auto dir = tests::temp_dir("calibration-cli");
   std::filesystem::create_directories(dir / "m");
   const std::string scenario = std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/calibration.toml";
   const auto run = [](std::vector<std::string> args, std::string* text = nullptr) {
@@ -682,8 +677,7 @@ TEST(Calibration, CommandsWriteALoadableOverlayValidateAndDiagnose) {
 TEST(Calibration, HarnessJsonCalibratesLikeTextAndGivesPcieAndHbmDirectly) {
   // What fabricsim-bench would write on a DGX A100 (its JSON writer, without a GPU): collective
   // rows simulated with hidden parameters on one GPU and on 8, and the single-GPU figures.
-  const auto dir = std::filesystem::temp_directory_path() / "fabricsim-harness-json";
-  std::filesystem::remove_all(dir);
+  const auto dir = tests::temp_dir("harness-json");
   std::filesystem::create_directories(dir);
   const std::string scenario = std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/calibration.toml";
   const Scenario base = load_scenario(scenario);
@@ -765,8 +759,7 @@ namespace {
 // Runs a shell command; returns its exit status and output (captured in a file of this
 // process's own: ctest runs the harness tests in parallel processes).
 [[maybe_unused]] std::pair<int, std::string> shell(const std::string& cmd) {
-  const auto out = std::filesystem::temp_directory_path() /
-                   ("fabricsim-bench-out-" + std::to_string(getpid()) + ".txt");
+  const auto out = tests::temp_dir("bench-out.txt");
   const int status = std::system((cmd + " > " + out.string() + " 2>&1").c_str());
   std::ifstream in(out);
   std::ostringstream s;
@@ -808,8 +801,7 @@ TEST(Harness, OneGpuRunProducesMeasurementsThatCalibrateAccepts) {
   const auto [probe_rc, probe] = shell(bin + " --probe");
   if (probe_rc == 2) GTEST_SKIP() << "no GPU on this machine: " << probe;
   ASSERT_EQ(probe_rc, 0) << probe;
-  const auto dir = std::filesystem::temp_directory_path() / "fabricsim-bench-run";
-  std::filesystem::remove_all(dir);
+  const auto dir = tests::temp_dir("bench-run");
   std::filesystem::create_directories(dir / "text");
   std::filesystem::create_directories(dir / "json");
   const auto [rc, text] =
