@@ -27,6 +27,24 @@ std::string fidelity_override(const std::string& fidelity) {
   return fmt::format("fidelity=\"{}\"", fidelity);
 }
 
+// Load options for `--set` overrides and `--fidelity` ("" when not given), in that order.
+LoadOptions overridden(std::vector<std::string> set, const std::string& fidelity) {
+  if (!fidelity.empty()) set.push_back(fidelity_override(fidelity));
+  return {.overrides = std::move(set)};
+}
+
+// `--set KEY=VALUE` (repeatable) and `--fidelity packet|flow`: scenario overrides.
+void add_overrides(
+    CLI::App& cmd, std::vector<std::string>& set, std::string& fidelity,
+    const std::string& set_help,
+    const std::string& fidelity_help = "packet or flow (overrides the scenario's 'fidelity')") {
+  cmd.add_option("--set", set, set_help)
+      ->take_last()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd.add_option("--fidelity", fidelity, fidelity_help)->check(CLI::IsMember({"packet", "flow"}));
+}
+
 struct ScenarioArgs {
   std::string file;
   std::vector<std::string> overrides;
@@ -35,13 +53,8 @@ struct ScenarioArgs {
 
   void add_to(CLI::App& cmd) {
     cmd.add_option("scenario", file, "Scenario file (TOML)")->required();
-    cmd.add_option("--set", overrides, "Override a scenario key, e.g. --set fabric.hosts=16")
-        ->take_last()
-        ->expected(1)
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    add_overrides(cmd, overrides, fidelity, "Override a scenario key, e.g. --set fabric.hosts=16");
     cmd.add_option("--seed", seed, "Random seed (overrides the scenario's 'seed')");
-    cmd.add_option("--fidelity", fidelity, "packet or flow (overrides the scenario's 'fidelity')")
-        ->check(CLI::IsMember({"packet", "flow"}));
   }
   // --set, --seed and --fidelity as overrides, in that order.
   std::vector<std::string> all_overrides() const {
@@ -143,12 +156,8 @@ void add_nccl_tests(CLI::App& app, NcclTestsCli& c) {
       ->required()
       ->check(CLI::IsMember(binaries));
   cmd->add_option("--scenario", c.scenario, "Scenario file (TOML)")->required();
-  cmd->add_option("--set", c.overrides, "Override a scenario key, e.g. --set nccl.NCCL_PROTO=LL")
-      ->take_last()
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--fidelity", c.fidelity, "packet or flow (overrides the scenario's 'fidelity')")
-      ->check(CLI::IsMember({"packet", "flow"}));
+  add_overrides(*cmd, c.overrides, c.fidelity,
+                "Override a scenario key, e.g. --set nccl.NCCL_PROTO=LL");
   cmd->add_option("-b,--minbytes", c.min_bytes, "Smallest size (8, 64K, 1M, 8G)");
   cmd->add_option("-e,--maxbytes", c.max_bytes, "Largest size");
   cmd->add_option("-f,--stepfactor", c.args.step_factor, "Multiply the size by this per step");
@@ -197,9 +206,7 @@ int run_nccl_tests_command(NcclTestsCli& c, std::ostream& out, std::ostream& err
     err << "fabricsim: error: -e (maxbytes) is below -b (minbytes)\n";
     return kExitUsage;
   }
-  LoadOptions options{.overrides = c.overrides};
-  if (!c.fidelity.empty()) options.overrides.push_back(fidelity_override(c.fidelity));
-  const Scenario s = load_scenario(c.scenario, options);
+  const Scenario s = load_scenario(c.scenario, overridden(c.overrides, c.fidelity));
   const BuiltCluster cluster(s);
   const NcclTestsResult r = run_nccl_tests(s, cluster, a);
   const auto emit = [&](const std::string& target, const std::string& text) {
@@ -232,12 +239,7 @@ void add_perftest(CLI::App& app, PerftestCli& c) {
       ->required()
       ->check(CLI::IsMember(perftest_binaries()));
   cmd->add_option("--scenario", c.scenario, "Scenario file (TOML)")->required();
-  cmd->add_option("--set", c.overrides, "Override a scenario key, e.g. --set nic.mtu=1024")
-      ->take_last()
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--fidelity", c.fidelity, "packet or flow (overrides the scenario's 'fidelity')")
-      ->check(CLI::IsMember({"packet", "flow"}));
+  add_overrides(*cmd, c.overrides, c.fidelity, "Override a scenario key, e.g. --set nic.mtu=1024");
   cmd->add_option("-s,--size", c.args.size, "Message size in bytes (default 65536; latency 2)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30));
   cmd->add_flag("-a,--all", c.args.all_sizes, "Every size from 2 B to 8 MiB in powers of two");
@@ -247,9 +249,7 @@ void add_perftest(CLI::App& app, PerftestCli& c) {
 }
 
 int run_perftest_command(const PerftestCli& c, std::ostream& out) {
-  LoadOptions options{.overrides = c.overrides};
-  if (!c.fidelity.empty()) options.overrides.push_back(fidelity_override(c.fidelity));
-  const Scenario s = load_scenario(c.scenario, options);
+  const Scenario s = load_scenario(c.scenario, overridden(c.overrides, c.fidelity));
   const BuiltCluster cluster(s);
   out << perftest_text(s, c.args, run_perftest(s, cluster, c.args));
   return kExitOk;
@@ -321,12 +321,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   CLI::App* compare =
       app.add_subcommand("compare", "Run several scenarios and print their metrics side by side");
   compare->add_option("scenarios", compare_files, "Scenario files (TOML)")->required();
-  compare->add_option("--set", compare_overrides, "Override a key in every scenario")
-      ->take_last()
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  compare->add_option("--fidelity", compare_fidelity, "packet or flow for every scenario")
-      ->check(CLI::IsMember({"packet", "flow"}));
+  add_overrides(*compare, compare_overrides, compare_fidelity, "Override a key in every scenario",
+                "packet or flow for every scenario");
   std::string compare_html;
   compare->add_option("--html", compare_html, "Also write the comparison as an HTML report");
 
@@ -402,9 +398,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (app.got_subcommand("nccl-tests")) return run_nccl_tests_command(nccl_args, out, err);
     if (app.got_subcommand("perftest")) return run_perftest_command(perftest_args, out);
     if (*compare) {
-      LoadOptions options{.overrides = compare_overrides};
-      if (!compare_fidelity.empty())
-        options.overrides.push_back(fidelity_override(compare_fidelity));
+      const LoadOptions options = overridden(compare_overrides, compare_fidelity);
       std::vector<Scenario> scenarios;
       for (const auto& f : compare_files) scenarios.push_back(load_scenario(f, options));
       std::vector<RunResult> results;

@@ -42,6 +42,20 @@ std::pair<std::size_t, std::string> parse_error(F f, const std::string& text) {
   return {0, ""};
 }
 
+// `fabricsim calibrate` on the folder `dir` against `scenario`: its overlay (dir/calibrated.toml),
+// loaded; `log` gets what the command printed.
+Scenario calibrate_folder(const std::filesystem::path& dir, const std::string& scenario,
+                          std::string& log) {
+  const std::string overlay = (dir / "calibrated.toml").string();
+  std::ostringstream out, err;
+  const int rc = cli_main(
+      {"calibrate", "--measurements", dir.string(), "--scenario", scenario, "--out", overlay}, out,
+      err);
+  log = out.str() + err.str();
+  EXPECT_EQ(rc, 0) << log;
+  return load_scenario(overlay);
+}
+
 }  // namespace
 
 TEST(Parsers, NcclTestsNewFormatWithRootNaAndAverage) {
@@ -482,17 +496,10 @@ TEST(Calibration, PerftestBandwidthSweepGivesTheNicMessageRateInTheOverlay) {
   EXPECT_NEAR(set.collectives.front().time_us, 2 * 8 / (18.37 * 8 * 1.048576), 1e-9);
   EXPECT_EQ(set.rdma_gbps.size(), 2u);  // both are diagnose's evidence
   const std::string scenario = std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/calibration.toml";
-  const std::string overlay = (dir / "calibrated.toml").string();
-  std::ostringstream out, err;
-  ASSERT_EQ(cli_main({"calibrate", "--measurements", dir.string(), "--scenario", scenario, "--out",
-                      overlay},
-                     out, err),
-            0)
-      << out.str() << err.str();
-  EXPECT_NE(err.str().find("RDMA_Read BW Test: not calibration data"), std::string::npos)
-      << err.str();
-  const Scenario s = load_scenario(overlay);
-  EXPECT_NEAR(s.network.nic.message_rate_mpps / 9.6, 1, 0.01) << out.str();
+  std::string log;
+  const Scenario s = calibrate_folder(dir, scenario, log);
+  EXPECT_NE(log.find("RDMA_Read BW Test: not calibration data"), std::string::npos) << log;
+  EXPECT_NEAR(s.network.nic.message_rate_mpps / 9.6, 1, 0.01) << log;
   // 11,050 MiB/s of payload over the model's 100G RoCE payload rate.
   const double payload_gbps = 100.0 * 4096 / (4096 + 82);
   EXPECT_NEAR(s.flow_efficiency.network, 11050 * 8 * 1.048576 / 1e3 / payload_gbps, 0.01);
@@ -560,17 +567,11 @@ TEST(Perftest, SimulatedOutputReadsAsPerftestAndCalibratesBack) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "ib_write_bw.txt") << bw;
   std::ofstream(dir / "ib_write_lat.txt") << run({"ib_write_lat", "-a"});
-  const std::string overlay = (dir / "calibrated.toml").string();
-  std::ostringstream out, err;
-  ASSERT_EQ(cli_main({"calibrate", "--measurements", dir.string(), "--scenario", scenario, "--out",
-                      overlay},
-                     out, err),
-            0)
-      << out.str() << err.str();
-  const Scenario s = load_scenario(overlay);
-  EXPECT_NEAR(s.network.nic.message_rate_mpps / 15, 1, 0.01) << out.str();
-  EXPECT_NEAR(s.network.nic.message_overhead.us() / 0.7, 1, 0.02) << out.str();
-  EXPECT_NEAR(s.flow_efficiency.network / 0.9, 1, 0.01) << out.str();
+  std::string log;
+  const Scenario s = calibrate_folder(dir, scenario, log);
+  EXPECT_NEAR(s.network.nic.message_rate_mpps / 15, 1, 0.01) << log;
+  EXPECT_NEAR(s.network.nic.message_overhead.us() / 0.7, 1, 0.02) << log;
+  EXPECT_NEAR(s.flow_efficiency.network / 0.9, 1, 0.01) << log;
   std::filesystem::remove_all(dir);
   // Wrong input: a binary it does not run, a cluster with one server.
   EXPECT_NE(run({"ib_read_bw"}, 2).find("ib_read_bw not in"), std::string::npos);
@@ -703,21 +704,16 @@ TEST(Calibration, HarnessJsonCalibratesLikeTextAndGivesPcieAndHbmDirectly) {
   const MeasurementSet set = load_measurements(dir);
   EXPECT_EQ(set.collectives.size(), 2u * 6);  // the row with wrong results is left out
   ASSERT_EQ(set.micro.size(), 1u);
-  std::ostringstream out, err;
-  const std::string overlay = (dir / "calibrated.toml").string();
-  ASSERT_EQ(cli_main({"calibrate", "--measurements", dir.string(), "--scenario", scenario, "--out",
-                      overlay},
-                     out, err),
-            0)
-      << out.str() << err.str();
-  EXPECT_NE(err.str().find("collectives[6]: skipped: 12 wrong result elements"), std::string::npos)
-      << err.str();
-  const Scenario s = load_scenario(overlay);
+  std::string log;
+  const Scenario s = calibrate_folder(dir, scenario, log);
+  EXPECT_NE(log.find("collectives[6]: skipped: 12 wrong result elements"), std::string::npos)
+      << log;
   EXPECT_NEAR(static_cast<double>(s.gpu.hbm.bps()) / 8e9, 1250, 0.5);
   // Gen4 x16: 31.5 GB/s of payload; the copies reach 24.5 on average.
   EXPECT_NEAR(s.flow_efficiency.pcie, 24.5 / 31.5077, 1e-3);
   EXPECT_NEAR(s.flow_efficiency.nvlink, 0.85, 0.85 * 0.02);
-  EXPECT_NE(out.str().find("nccl.gpu_hbm"), std::string::npos) << out.str();
+  EXPECT_NE(log.find("nccl.gpu_hbm"), std::string::npos) << log;
+  std::ostringstream out, err;
   EXPECT_EQ(cli_main({"calibrate", "--measurements", dir.string(), "--scenario", scenario, "--fit",
                       "flow.efficiency_nvlink,nope"},
                      out, err),
