@@ -119,9 +119,11 @@ std::string perftest_text(const Scenario& s, const PerftestArgs& a,
     }
   }
   t += rule + "\n";
-  t += fmt::format("# fabricsim: {} at {} level, {} -> {}, GPU memory, one QP\n", s.name,
-                   s.fidelity == Fidelity::kFlow ? "flow" : "packet", "first NIC of server 0",
-                   s.cluster.servers >= 2 ? "first NIC of server 1" : "last endpoint");
+  const bool servers = s.cluster.servers >= 2;
+  t += fmt::format("# fabricsim: {} at {} level, {}, one QP\n", s.name,
+                   s.fidelity == Fidelity::kFlow ? "flow" : "packet",
+                   servers ? "first NIC of server 0 -> first NIC of server 1, GPU memory"
+                           : "first endpoint -> last endpoint");
   return t;
 }
 
