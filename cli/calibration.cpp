@@ -210,6 +210,17 @@ auto nccl_latency(Config& c, const std::string& key) -> decltype(&c.launch_laten
   return nullptr;
 }
 
+// The scenario's plain number a key names (efficiencies, NCCL latencies in us, the NIC message
+// rate), else nullptr (const or not, as the scenario).
+template <class S>
+auto scenario_number(S& s, const std::string& key) -> decltype(&s.flow_efficiency.nvlink) {
+  if (key == "flow.efficiency_nvlink") return &s.flow_efficiency.nvlink;
+  if (key == "flow.efficiency_network") return &s.flow_efficiency.network;
+  if (key == "flow.efficiency_pcie") return &s.flow_efficiency.pcie;
+  if (key == "nic.message_rate_mpps") return &s.network.nic.message_rate_mpps;
+  return nccl_latency(s.nccl, key);
+}
+
 }  // namespace
 
 // Per link class: the flow level's bandwidth efficiency (beta) and NCCL's step latency per
@@ -272,12 +283,8 @@ std::vector<CalibrationParameter> calibration_parameters(const std::vector<std::
 }
 
 double CalibrationParameter::get(const Scenario& s) const {
-  if (key == "flow.efficiency_nvlink") return s.flow_efficiency.nvlink;
-  if (key == "flow.efficiency_network") return s.flow_efficiency.network;
-  if (key == "flow.efficiency_pcie") return s.flow_efficiency.pcie;
-  if (const double* v = nccl_latency(s.nccl, key)) return *v;
+  if (const double* v = scenario_number(s, key)) return *v;
   if (key == "nic.message_overhead") return s.network.nic.message_overhead.us();
-  if (key == "nic.message_rate_mpps") return s.network.nic.message_rate_mpps;
   throw std::logic_error("unknown calibration parameter " + key);
 }
 
@@ -291,18 +298,10 @@ std::string CalibrationParameter::at_bound(double v) const {
 }
 
 void CalibrationParameter::set(Scenario& s, double v) const {
-  if (key == "flow.efficiency_nvlink") {
-    s.flow_efficiency.nvlink = v;
-  } else if (key == "flow.efficiency_network") {
-    s.flow_efficiency.network = v;
-  } else if (key == "flow.efficiency_pcie") {
-    s.flow_efficiency.pcie = v;
-  } else if (double* p = nccl_latency(s.nccl, key)) {
+  if (double* p = scenario_number(s, key)) {
     *p = v;
   } else if (key == "nic.message_overhead") {
     s.network.nic.message_overhead = Time::from_ps(static_cast<Time::rep>(std::llround(v * 1e6)));
-  } else if (key == "nic.message_rate_mpps") {
-    s.network.nic.message_rate_mpps = v;
   } else {
     throw std::logic_error("unknown calibration parameter " + key);
   }
@@ -311,7 +310,7 @@ void CalibrationParameter::set(Scenario& s, double v) const {
 // ---------------------------------------------------------------- direct estimates
 
 void DirectEstimate::apply(Scenario& s) const {
-  if (key == "flow.efficiency_pcie") s.flow_efficiency.pcie = value;
+  if (double* p = scenario_number(s, key)) *p = value;
   if (key == "nccl.gpu_hbm")
     s.gpu.hbm = Bandwidth::from_bps(static_cast<Bandwidth::rep>(std::llround(value * 8e9)));
 }

@@ -57,13 +57,13 @@ struct ScenarioArgs {
     cmd.add_option("--seed", seed, "Random seed (overrides the scenario's 'seed')");
   }
   // --set, --seed and --fidelity as overrides, in that order.
-  std::vector<std::string> all_overrides() const {
-    std::vector<std::string> all = overrides;
-    if (seed) all.push_back(fmt::format("seed={}", *seed));
-    if (!fidelity.empty()) all.push_back(fidelity_override(fidelity));
-    return all;
+  LoadOptions options() const {
+    std::vector<std::string> set = overrides;
+    if (seed) set.push_back(fmt::format("seed={}", *seed));
+    return overridden(std::move(set), fidelity);
   }
-  Scenario load() const { return load_scenario(file, {.overrides = all_overrides()}); }
+  std::vector<std::string> all_overrides() const { return options().overrides; }
+  Scenario load() const { return load_scenario(file, options()); }
 };
 
 // Progress on a terminal: simulated time, wall time, events/s and ETA, at most twice a second,
@@ -342,8 +342,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   calibrate_cmd->add_option("--out", measured.out, "Overlay to write (extends the scenario)");
   const char* fit_help =
       "Parameters to fit, comma-separated, or 'all' (default: flow.efficiency_nvlink, "
-      "flow.efficiency_network, nccl.launch_latency.*; also "
-      "nccl.step_latency.<proto>_<nvlink|net>)";
+      "flow.efficiency_network, nccl.launch_latency.*, with perftest rows nic.message_overhead "
+      "and nic.message_rate_mpps; also flow.efficiency_pcie, "
+      "nccl.step_latency.<proto>_<nvlink|pcie|net>)";
   calibrate_cmd->add_option("--fit", measured.fit, fit_help)->delimiter(',');
   CLI::App* validate_cmd = measurement_command(
       "validate", "Simulate measured runs; print measured vs simulated and the error");

@@ -27,6 +27,7 @@ RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, MessageLog& log, std::dequ
       wire_start_(sim.bind<&RdmaNic::on_wire_start>(*this)),
       wakeup_(sim.bind<&RdmaNic::on_wakeup>(*this)),
       timer_(sim.bind<&RdmaNic::on_timer>(*this)),
+      engine_(cfg),
       rx_bytes_(sim.probes().counter(name + ".rx_payload_bytes")),
       rx_messages_(sim.probes().counter(name + ".rx_messages")),
       retransmitted_(sim.probes().counter(name + ".retransmitted_packets")),
@@ -78,12 +79,7 @@ void RdmaNic::on_message_start(std::uint64_t id) {
   }
   // The send engine takes messages one at a time in posting order, then every message waits
   // the same overhead: the wire starts keep the posting order, so a QP's messages stay in it.
-  Time ready = sim_.now();
-  if (const Time gap = cfg_.message_gap(); gap > Time::zero()) {
-    ready = std::max(ready, engine_free_);
-    engine_free_ = ready + gap;
-  }
-  ready += cfg_.message_overhead;
+  const Time ready = engine_.admit(sim_.now()) + cfg_.message_overhead;
   if (ready > sim_.now())
     sim_.schedule_at(ready, wire_start_, id);
   else

@@ -24,6 +24,7 @@
 // The byte counter (rpg_byte_reset) is not modelled: timer-driven increase only, as in HPCC's
 // model; its unit is not documented.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -95,13 +96,30 @@ struct RdmaConfig {
   // taking 1 / rate: a stream of size-S messages runs at S / max(S / link payload rate,
   // 1 / rate), what ib_write_bw measures at small sizes. A lone message does not wait.
   double message_rate_mpps = 0;
-  // The engine's time per message (0 without a limit).
-  Time message_gap() const {
-    return message_rate_mpps > 0
-               ? Time::from_ps(static_cast<Time::rep>(std::llround(1e6 / message_rate_mpps)))
-               : Time::zero();
-  }
   DcqcnConfig dcqcn{};
+};
+
+// A NIC's send engine (RdmaConfig::message_rate_mpps), at both fidelity levels: it takes the
+// messages posted to it one at a time, in posting order, each for 1 / rate.
+class SendEngine {
+ public:
+  SendEngine() = default;
+  explicit SendEngine(const RdmaConfig& cfg)
+      : gap_(cfg.transport == Transport::kRdma && cfg.message_rate_mpps > 0
+                 ? Time::from_ps(static_cast<Time::rep>(std::llround(1e6 / cfg.message_rate_mpps)))
+                 : Time::zero()) {}
+  bool limits() const { return gap_ > Time::zero(); }
+  // When a message posted at `now` leaves the engine: now, unless earlier ones still pass.
+  Time admit(Time now) {
+    if (!limits()) return now;
+    const Time ready = std::max(now, free_);
+    free_ = ready + gap_;
+    return ready;
+  }
+
+ private:
+  Time gap_{};
+  Time free_{};
 };
 
 // Per-connection transport state, shared by the NICs of a network (indexed by connection id).
@@ -251,7 +269,7 @@ class RdmaNic final : public PacketSink, public PortOwner {
   double line_bps_;
   EgressPort port_;
   HandlerId start_, wire_start_, wakeup_, timer_;
-  Time engine_free_{};  // when the send engine takes its next message (message_rate_mpps)
+  SendEngine engine_;
   std::vector<std::uint64_t> active_;  // QPs of this NIC with data to send or unacked
   std::size_t round_robin_ = 0;
   std::uint32_t wakeup_generation_ = 0;

@@ -42,8 +42,7 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
     if (g[*v].kind == NodeKind::kNic) ++nics_per_server[g[*v].server];
   }
   for (const auto& [key, v] : gpus) gpus_.push_back(v);
-  if (params.nic.transport == Transport::kRdma) message_gap_ = params.nic.message_gap();
-  engine_free_.assign(topo.endpoints().size(), Time::zero());
+  engines_.assign(topo.endpoints().size(), SendEngine(params.nic));
   for (const Vertex nic : topo.endpoints()) {
     const NodeInfo& n = g[nic];
     if (gpus.empty() || !params.host_side) {
@@ -116,7 +115,7 @@ void FlowNetwork::add_pcie_path(Route& r, Vertex from, Vertex to, Units chunk) {
   };
   for (std::size_t i = 0; i + 1 < path.size(); ++i) {
     const auto e = boost::edge(path[i], path[i + 1], g).first;
-    add_hop(r, path[i], path[i + 1], g[e], {tlps(chunk.first), tlps(chunk.last)});
+    add_hop(r, path[i], path[i + 1], g[e], {tlps(chunk.first), tlps(chunk.last), chunk.packets});
   }
 }
 
@@ -127,7 +126,8 @@ Vertex FlowNetwork::gpu_vertex(std::uint32_t endpoint, std::uint32_t gpu) const 
 FlowNetwork::Units FlowNetwork::packet_units(const Message& m) const {
   const auto mtu = params_.nic.format.mtu.count();
   const auto size = std::max<Bytes::rep>(m.size.count(), 1);
-  return {Bytes(std::min(mtu, size)), Bytes(size - (size - 1) / mtu * mtu)};
+  const auto packets = (size + mtu - 1) / mtu;
+  return {Bytes(std::min(mtu, size)), Bytes(size - (packets - 1) * mtu), packets};
 }
 
 bool FlowNetwork::inside_server(const Message& m) const {
@@ -139,7 +139,8 @@ bool FlowNetwork::inside_server(const Message& m) const {
 
 FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
   hop_times_.clear();
-  Route r = route_hops(m);
+  const Units units = packet_units(m);
+  Route r = route_hops(m, units);
   if (hop_times_.empty()) return r;
   // Store and forward of k packets over the hops (f_h: a full packet's time on hop h, l_h the
   // last packet's): packet p leaves hop h at T(p, h) = max(T(p-1, h), T(p, h-1)) + its time,
@@ -148,8 +149,7 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
   // sum l_h (k = 1). The flow's drain is its bytes at the bottleneck b (the slowest hop),
   // (k-1) f_b + l_b, so the route's latency holds T minus that: an uncongested flow ends when
   // the packet model's last packet does, whatever its size.
-  const auto mtu = params_.nic.format.mtu.count();
-  const auto k = static_cast<Time::rep>((std::max<Bytes::rep>(m.size.count(), 1) + mtu - 1) / mtu);
+  const auto k = static_cast<Time::rep>(units.packets);
   Time last_total{};
   for (const auto& [full, last] : hop_times_) last_total += last;
   Time exit = last_total;
@@ -169,10 +169,9 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
   return r;
 }
 
-FlowNetwork::Route FlowNetwork::route_hops(const Message& m) {
+FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) {
   const auto& g = topo_.graph();
   Route r;
-  const Units unit = packet_units(m);
   const bool host = params_.host_side && !gpus_.empty();
   const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
   if (inside_server(m)) {
@@ -183,7 +182,7 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m) {
                      ((u.count() + params_.host.nvlink_max_payload.count() - 1) /
                       params_.host.nvlink_max_payload.count());
     };
-    const Units flit{flits(unit.first), flits(unit.last)};
+    const Units flit{flits(unit.first), flits(unit.last), unit.packets};
     Bandwidth::rep out = 0, in = 0;
     Bandwidth hop_rate{};  // one switch-to-GPU link: where the last flit is stored and forwarded
     Time latency{};
@@ -247,13 +246,13 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m) {
   if (host) host_leg(src_gpu, src_nic, true);
   if (m.src != m.dst) {
     // The network path the packet model's ECMP picks for this queue pair's data.
-    const Units packet{unit.first + params_.nic.format.header,
-                       unit.last + params_.nic.format.header};
+    const Bytes header = params_.nic.format.header;
+    const Units packet{unit.first + header, unit.last + header, unit.packets};
     if (m.size > Bytes(0)) {
-      const auto mtu = params_.nic.format.mtu.count(), header = params_.nic.format.header.count();
-      const auto packets = (m.size.count() + mtu - 1) / mtu;
-      r.volume = static_cast<double>(m.size.count() + packets * header) * static_cast<double>(mtu) /
-                 (static_cast<double>(m.size.count()) * static_cast<double>(mtu + header));
+      const auto mtu = static_cast<double>(params_.nic.format.mtu.count());
+      const auto size = static_cast<double>(m.size.count());
+      r.volume = static_cast<double>((m.size + header * unit.packets).count()) * mtu /
+                 (size * (mtu + static_cast<double>(header.count())));
     }
     std::size_t s = routing_.endpoint_switch(m.src);
     const LinkInfo& first_link = g[routing_.endpoint_link(m.src)];
@@ -336,10 +335,8 @@ void FlowNetwork::on_start(std::uint64_t id) {
   // A network message first passes its NIC's send engine (RDMA message rate), one at a time
   // in posting order, as RdmaNic's at packet level.
   const Message& m = log_[id];
-  if (message_gap_ > Time::zero() && m.src != m.dst && !inside_server(m)) {
-    Time& free = engine_free_[m.src];
-    const Time ready = std::max(sim_.now(), free);
-    free = ready + message_gap_;
+  if (engines_[m.src].limits() && m.src != m.dst && !inside_server(m)) {
+    const Time ready = engines_[m.src].admit(sim_.now());
     if (ready > sim_.now()) {
       sim_.schedule_at(ready, enqueue_, id);
       return;

@@ -110,13 +110,14 @@ class FlowNetwork final : public TransferPort {
   // forward before and after its bottleneck.
   struct Units {
     Bytes first, last;
+    Bytes::rep packets = 1;  // how many: all full but the last
   };
   // Adds the hop's resource and latency, and its first and last unit's time to hop_times_.
   void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Units wire);
   void add_pcie_path(Route& r, Vertex from, Vertex to, Units chunk);
   Route route_of(const Message& m);
   // route_of without the store-and-forward times, which it leaves in hop_times_.
-  Route route_hops(const Message& m);
+  Route route_hops(const Message& m, const Units& unit);
   // GPU to GPU of one server: NVLink or PCIe peer to peer, never the NICs.
   bool inside_server(const Message& m) const;
   // The message's first and last packet: up to one MTU, the last what remains.
@@ -176,8 +177,7 @@ class FlowNetwork final : public TransferPort {
   std::vector<std::uint64_t> free_messages_;
   std::uint64_t updates_ = 0, resolved_ = 0;
   HandlerId start_, enqueue_, update_, drain_;
-  Time message_gap_{};             // the NICs' send engine time per message (RDMA)
-  std::vector<Time> engine_free_;  // per endpoint: when its engine takes the next message
+  std::vector<SendEngine> engines_;  // per endpoint: its NIC's send engine
   std::vector<MaxMinSolver::Var> changed_;
   std::vector<MaxMinSolver::Res> free_caps_;  // pipeline caps no longer in use
   std::vector<MaxMinSolver::Res> scratch_;

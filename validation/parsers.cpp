@@ -506,11 +506,16 @@ void expect_tool(const JsonObject& top, const std::string& tool, const std::stri
     throw ParseError(source, 1, fmt::format("\"tool\" is '{}', expected '{}'", t, tool));
 }
 
+// The text is a JSON object (its first non-blank character opens one).
+bool json_object(std::string_view text) {
+  const auto start = text.find_first_not_of(" \t\r\n");
+  return start != std::string_view::npos && text[start] == '{';
+}
+
 }  // namespace
 
 std::string harness_json_tool(std::string_view text) {
-  const auto start = text.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos || text[start] != '{') return {};
+  if (!json_object(text)) return {};
   for (const char* tool : {"fabricsim-verbs-bench", "fabricsim-bench"})
     if (text.find(fmt::format("\"tool\": \"{}\"", tool)) != std::string_view::npos) return tool;
   return {};
@@ -556,9 +561,7 @@ bench::Report parse_bench_json(std::string_view text, const std::string& source)
 }
 
 bool looks_like_results_json(std::string_view text) {
-  const auto start = text.find_first_not_of(" \t\r\n");
-  return start != std::string_view::npos && text[start] == '{' &&
-         text.find("\"fabricsim_version\"") != std::string_view::npos;
+  return json_object(text) && text.find("\"fabricsim_version\"") != std::string_view::npos;
 }
 
 SimulationResults parse_results_json(std::string_view text, const std::string& source) {
