@@ -227,6 +227,10 @@ std::string topology_report(const Scenario& scenario, const TopologySummary& t) 
       t.bisection_gbps,
       t.full_bisection_gbps > 0 ? 100 * t.bisection_gbps / t.full_bisection_gbps : 0,
       t.full_bisection_gbps);
+  for (const auto& cut : t.tier_cuts)
+    out += fmt::format(
+        "    across the {} tier ({} {} groups in two halves): {:.0f} Gb/s of {:.0f} ({:.1f}%)\n",
+        cut.tier, cut.groups, cut.tier, cut.gbps, cut.full_gbps, 100 * cut.fraction());
   out += fmt::format("  endpoint-to-endpoint path: diameter {} links, mean {:.2f} links\n",
                      t.diameter_links, t.mean_links);
   for (const auto& w : t.warnings) out += fmt::format("  warning: {}\n", w);
@@ -248,6 +252,13 @@ std::string topology_json(const Scenario& scenario, const TopologySummary& t) {
                                 {"down_gbps", tier.down_gbps},
                                 {"up_gbps", tier.up_gbps},
                                 {"oversubscription", tier.oversubscription()}});
+  toml::array cuts;
+  for (const auto& cut : t.tier_cuts)
+    cuts.push_back(toml::table{{"tier", cut.tier},
+                               {"groups", cut.groups},
+                               {"gbps", cut.gbps},
+                               {"full_gbps", cut.full_gbps},
+                               {"fraction", cut.fraction()}});
   toml::array warnings;
   for (const auto& w : t.warnings) warnings.push_back(w);
   toml::table cost;
@@ -271,6 +282,7 @@ std::string topology_json(const Scenario& scenario, const TopologySummary& t) {
       {"transceivers", t.transceivers},
       {"bisection_gbps", t.bisection_gbps},
       {"full_bisection_gbps", t.full_bisection_gbps},
+      {"tier_cuts", std::move(cuts)},
       {"diameter_links", t.diameter_links},
       {"mean_links", t.mean_links},
       {"warnings", std::move(warnings)},

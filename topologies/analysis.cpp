@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <cctype>
+#include <map>
 
 namespace fabricsim {
 
@@ -145,6 +146,57 @@ TopologySummary analyse(const Topology& topo, const Routing& routing, const Anal
     if (servers >= 2 && !a2.empty() && !b2.empty())
       s.bisection_gbps = std::min(s.bisection_gbps, cut_bandwidth_gbps(topo, a2, b2));
     s.full_bisection_gbps = static_cast<double>(std::min(a1.size(), b1.size())) * host_rate.gbps();
+    // A rail-optimized fabric puts NIC i of every server under one leaf, so halves of the
+    // servers meet inside each leaf and never load the uplinks: the server splits cannot see
+    // an oversubscribed tier there. Each tier cut splits the fabric where that tier's uplinks
+    // are the only way across.
+    std::vector<int> tier_levels;
+    for (const auto& t : s.tiers)
+      if (t.up_gbps > 0) tier_levels.push_back(t.tier);
+    for (const int level : tier_levels) {
+      // Groups: connected components of the switches of tier <= level (union-find over them).
+      const std::size_t n = routing.switch_count();
+      std::vector<std::size_t> parent(n);
+      for (std::size_t i = 0; i < n; ++i) parent[i] = i;
+      const auto find = [&](std::size_t x) {
+        while (parent[x] != x) x = parent[x] = parent[parent[x]];
+        return x;
+      };
+      std::map<Vertex, std::size_t> index_of;
+      for (std::size_t sw = 0; sw < n; ++sw) index_of[routing.switch_vertex(sw)] = sw;
+      for (std::size_t sw = 0; sw < n; ++sw) {
+        if (g[routing.switch_vertex(sw)].tier > level) continue;
+        for (const auto& p : routing.ports(sw)) {
+          const auto it = index_of.find(p.peer);
+          if (it != index_of.end() && g[p.peer].tier <= level) parent[find(sw)] = find(it->second);
+        }
+      }
+      std::map<std::size_t, int> group_of_root;  // root -> group, in first-switch order
+      std::vector<int> group(E);
+      for (std::size_t e = 0; e < E; ++e) {
+        const std::size_t root = find(routing.endpoint_switch(e));
+        group[e] =
+            group_of_root.try_emplace(root, static_cast<int>(group_of_root.size())).first->second;
+      }
+      const int groups = static_cast<int>(group_of_root.size());
+      if (groups < 2) continue;
+      std::vector<std::size_t> a, b;
+      for (std::size_t e = 0; e < E; ++e) (group[e] < groups / 2 ? a : b).push_back(e);
+      TierCut cut;
+      cut.tier = s.tiers[static_cast<std::size_t>(
+                             std::find_if(s.tiers.begin(), s.tiers.end(),
+                                          [&](const TierSummary& t) { return t.tier == level; }) -
+                             s.tiers.begin())]
+                     .name;
+      cut.groups = groups;
+      cut.gbps = cut_bandwidth_gbps(topo, a, b);
+      cut.full_gbps = static_cast<double>(std::min(a.size(), b.size())) * host_rate.gbps();
+      s.tier_cuts.push_back(cut);
+      // The reported bisection is the worst fraction of full bisection over every cut.
+      if (cut.full_gbps > 0 && s.full_bisection_gbps > 0 &&
+          cut.fraction() < s.bisection_gbps / s.full_bisection_gbps)
+        s.bisection_gbps = cut.fraction() * s.full_bisection_gbps;
+    }
 
     // Hop counts from the leaf-to-leaf distance table: links = switch hops + 2 host links.
     std::map<std::size_t, std::pair<std::size_t, std::size_t>>

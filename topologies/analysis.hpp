@@ -25,6 +25,18 @@ struct TierSummary {
   double oversubscription() const { return up_gbps > 0 ? down_gbps / up_gbps : 0; }
 };
 
+// The cut above one switch tier: the tier's groups (switches of this tier and below that stay
+// connected without the tiers above: single leaves for the leaf tier, pods for a fat-tree's
+// aggregation tier) split into two halves in index order, and the max-flow between their
+// endpoints.
+struct TierCut {
+  std::string tier;      // the tier whose uplinks the cut crosses ("leaf", "agg", ...)
+  int groups = 0;        // groups of that tier (leaves, pods)
+  double gbps = 0;       // max-flow across, one direction
+  double full_gbps = 0;  // min(endpoints per half) x host link rate
+  double fraction() const { return full_gbps > 0 ? gbps / full_gbps : 0; }
+};
+
 struct TopologySummary {
   int servers = 0, gpus = 0, nics = 0, nvswitches = 0, pcie_switches = 0, cpus = 0;
   int switches = 0;
@@ -33,8 +45,11 @@ struct TopologySummary {
   int host_cables = 0;    // endpoint <-> switch
   int fabric_cables = 0;  // switch <-> switch
   int copper_cables = 0, optical_cables = 0, transceivers = 0;
-  double bisection_gbps = 0;       // one direction, min over the halves tried (see analysis.cpp)
+  // One direction, the minimum over the cuts tried, relative to full_bisection_gbps: servers
+  // split in contiguous and interleaved halves, and every tier cut (see analysis.cpp).
+  double bisection_gbps = 0;
   double full_bisection_gbps = 0;  // endpoints/2 x host link rate: what no oversubscription gives
+  std::vector<TierCut> tier_cuts;  // per switch tier with uplinks, lowest tier first
   int diameter_links = 0;          // longest endpoint-to-endpoint path, in links
   double mean_links = 0;           // mean over ordered endpoint pairs
   std::vector<std::string> warnings;   // rate mismatches and the like

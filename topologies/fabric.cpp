@@ -77,7 +77,19 @@ void build_leaf_spine(Builder& b, const FabricSpec& f, const std::vector<Vertex>
           "set fabric.uplinks_per_leaf or pick values that divide",
           h, f.oversubscription, exact));
   }
-  const int spines = f.spines > 0 ? f.spines : up;
+  // Default spine count: the fewest spines whose ports take every leaf's uplinks (a divisor s
+  // of the uplinks per leaf with leaves x uplinks / s <= switch_ports), so each leaf reaches
+  // every spine over up / s parallel cables; without a port count, one spine per uplink.
+  int spines = f.spines;
+  if (spines <= 0) {
+    spines = up;
+    if (f.switch_ports > 0)
+      for (int s = 1; s <= up; ++s)
+        if (up % s == 0 && static_cast<long>(leaves) * (up / s) <= f.switch_ports) {
+          spines = s;
+          break;
+        }
+  }
   if (up % spines != 0)
     throw FabricError(
         fmt::format("fabric.uplinks_per_leaf ({}) must be a multiple of fabric.spines ({}) "
