@@ -173,7 +173,8 @@ void add_nccl_tests(CLI::App& app, NcclTestsCli& c) {
   cmd->add_option("-d,--datatype", c.args.datatype, "Data type: float, half, int8, double, ...");
   cmd->add_option("-r,--root", c.args.root, "Root of Broadcast and Reduce");
   cmd->add_option("-n,--iters", c.args.iters, "Iterations (printed; see --sim-iters)");
-  cmd->add_option("-w,--warmup_iters", c.args.warmup, "Warm-up iterations (not simulated)");
+  cmd->add_option("-w,--warmup_iters", c.args.warmup,
+                  "Warm-up iterations per size, simulated and not timed (0 or more)");
   cmd->add_option("-m,--agg_iters", c.args.agg_iters, "Aggregated iterations");
   cmd->add_option("-c,--check", c.args.check, "Check results (the model has no data: N/A)");
   cmd->add_option("-a,--average", c.args.average,

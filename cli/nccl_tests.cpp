@@ -78,17 +78,13 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     throw std::invalid_argument(fmt::format(
         "{} processes x {} GPUs do not fit the scenario's {} GPUs", procs, per_proc, available));
 
-  Simulation sim(scenario.seed);
-  FabricBackend fabric(sim, scenario, cluster);
-  PacketNetwork* packet = fabric.packet.get();
-  CollectiveEngine engine(sim, fabric.port(), scenario.gpu, scenario.nccl, scenario.execution);
   CommunicatorOptions options;
   options.ranks = procs * per_proc;
   options.server_order = scenario.nccl.server_order;
+  options.cross_nic = scenario.nccl.cross_nic;
   options.server_list = scenario.nccl.server_list;
-  options.channel_gbs = static_cast<double>(scenario.gpu.channel.bps()) / 8e9;
-  const std::uint32_t comm =
-      engine.add_communicator(build_communicator(cluster.topology, cluster.routing, options));
+  options.channel_gbs = static_cast<double>(scenario.gpu.nvlink_channel.bps()) / 8e9;
+  const CommLayout layout = build_communicator(cluster.topology, cluster.routing, options);
 
   const bool rooted = args.op == CollOp::kBroadcast || args.op == CollOp::kReduce;
   if (rooted && (args.root < 0 || args.root >= options.ranks))
@@ -123,12 +119,31 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     row.size = counts.size_column;
     row.count = counts.count_column;
     row.bytes = counts.bytes;
+    // Each size on a fresh simulation of the cluster: queue pairs, DCQCN rates, queues and
+    // pauses left by earlier sizes would otherwise carry over, which a real nccl-tests run
+    // does not see at that scale (its warm-up iterations bring the state to the size's own).
+    // Then, as nccl-tests does, `-w` warm-up iterations (simulated, not timed), and the timed
+    // iterations out of place and in place.
+    Simulation sim(scenario.seed);
+    FabricBackend fabric(sim, scenario, cluster);
+    PacketNetwork* packet = fabric.packet.get();
+    CollectiveEngine engine(sim, fabric.port(), scenario.gpu, scenario.nccl, scenario.execution);
+    const std::uint32_t comm = engine.add_communicator(layout);
+    const CollectiveRequest req{.op = args.op, .bytes = counts.bytes, .root = args.root};
+    for (int it = 0; it < args.warmup && result.errors.empty(); ++it) {
+      const std::uint32_t id = engine.launch(comm, req, sim.now());
+      sim.run();
+      if (!engine.result(id).done)
+        result.errors.push_back(
+            fmt::format("{} of {} B did not complete in warm-up (simulated "
+                        "time {})",
+                        to_string(args.op), counts.bytes, to_string(sim.now())));
+    }
     const Time row_start = sim.now();
     const auto baseline = fabric.bytes_now();
     for (int placement = 0; placement < 2 && result.errors.empty(); ++placement) {
       double total = 0;
       for (int it = 0; it < args.sim_iters; ++it) {
-        const CollectiveRequest req{.op = args.op, .bytes = counts.bytes, .root = args.root};
         const std::uint32_t id = engine.launch(comm, req, sim.now());
         sim.run();
         const CollectiveResult& c = engine.result(id);
