@@ -32,8 +32,9 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   const int gpus = static_cast<int>(s.cluster.server.gpus.size());
   CommunicatorOptions base;
   base.server_order = s.nccl.server_order;
+  base.cross_nic = s.nccl.cross_nic;
   base.server_list = s.nccl.server_list;
-  base.channel_gbs = static_cast<double>(s.gpu.channel.bps()) / 8e9;
+  base.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
   const int stages = std::max(1, spec.pipeline_stages);
   const int replicas = servers / stages;
   WorkloadComms comms;

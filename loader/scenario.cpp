@@ -330,6 +330,8 @@ void read_nccl(ConfigReader& r, Scenario& s) {
   if (c.max_channels > 0 && c.min_channels > c.max_channels)
     r.error("NCCL_MIN_NCHANNELS",
             fmt::format("must not exceed NCCL_MAX_NCHANNELS ({})", c.max_channels));
+  c.cross_nic = static_cast<int>(r.integer("NCCL_CROSS_NIC", 2, 0, 2));
+  s.network.host.pxn = r.integer("NCCL_PXN_DISABLE", 0, 0, 1) == 0;
   if (r.has("NCCL_NET_GDR_LEVEL")) {
     const std::string level =
         r.choice("NCCL_NET_GDR_LEVEL", std::nullopt, {"LOC", "PIX", "PXB", "PHB", "SYS"});

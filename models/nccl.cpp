@@ -190,18 +190,18 @@ double algbw_gbps(std::uint64_t bytes, double time_us) {
 GpuSpec gpu_preset(std::string_view name) {
   const std::string l = lower(name);
   // HBM: A100-SXM4-80GB 2,039 GB/s; H100-SXM5 3.35 TB/s; H200 4.8 TB/s (NVIDIA datasheets).
-  // SMs: 108 (A100), 132 (H100/H200). Per-channel copy rate: NCCL's per-channel NVLink
-  // bandwidth in its topology model (topo.h: SM80 20 GB/s, SM90 20.6 GB/s), i.e. what one
-  // thread block moves.
+  // SMs: 108 (A100), 132 (H100/H200). Copy rate of one channel's thread block: NCCL's own
+  // per-channel ceiling in its tuner (src/graph/tuning.cc, perChMaxRingLL128Bws: Ampere 20.0,
+  // Hopper 36.7 GB/s), the most one block was measured to move. Per-channel NVLink bandwidth
+  // of the graph search, for the channel count (src/graph/topo.h: SM80_NVLINK_BW 20.0,
+  // SM90_NVLINK_BW 20.6 GB/s). Until 2026-12 the Hopper copy rate was the graph-search figure
+  // (20.6), which capped a GPU with one 400G NIC and two channels at 330 Gb/s.
+  const auto gbs = [](std::int64_t mb_per_s) { return Bandwidth::from_bps(mb_per_s * 8'000'000); };
   if (l == "a100")
-    return {"NVIDIA A100-SXM4-80GB", 80, 108, Bandwidth::from_bps(2'039'000'000'000LL * 8),
-            Bandwidth::from_bps(20'000'000'000LL * 8)};
+    return {"NVIDIA A100-SXM4-80GB", 80, 108, gbs(2'039'000), gbs(20'000), gbs(20'000)};
   if (l == "h100")
-    return {"NVIDIA H100 80GB HBM3", 90, 132, Bandwidth::from_bps(3'350'000'000'000LL * 8),
-            Bandwidth::from_bps(20'600'000'000LL * 8)};
-  if (l == "h200")
-    return {"NVIDIA H200", 90, 132, Bandwidth::from_bps(4'800'000'000'000LL * 8),
-            Bandwidth::from_bps(20'600'000'000LL * 8)};
+    return {"NVIDIA H100 80GB HBM3", 90, 132, gbs(3'350'000), gbs(36'700), gbs(20'600)};
+  if (l == "h200") return {"NVIDIA H200", 90, 132, gbs(4'800'000), gbs(36'700), gbs(20'600)};
   throw std::invalid_argument(
       fmt::format("unknown GPU '{}' (known: {})", name, fmt::join(gpu_preset_names(), ", ")));
 }

@@ -75,6 +75,9 @@ struct GpuSpec {
   int sms = 108;
   Bandwidth hbm{};      // memory bandwidth (read + write together)
   Bandwidth channel{};  // one thread block's copy rate; 0: unlimited
+  // NCCL's per-channel NVLink bandwidth in its graph search (topo.h SMxx_NVLINK_BW): what
+  // sets the channel count inside one server; not a copy-rate limit.
+  Bandwidth nvlink_channel{};
 };
 // "a100", "h100", "h200"; throws std::invalid_argument listing them for any other name.
 GpuSpec gpu_preset(std::string_view name);
@@ -100,6 +103,7 @@ struct NcclConfig {
   int min_channels = 0;           // NCCL_MIN_NCHANNELS (0: NCCL's choice)
   int max_channels = 0;           // NCCL_MAX_NCHANNELS (0: NCCL's choice)
   std::string topo_file;          // NCCL_TOPO_FILE ("" when unset)
+  int cross_nic = 2;              // NCCL_CROSS_NIC (search.cc NCCL_PARAM default 2)
   // Inter-server order of the ranks: "hostfile" (server index order, as the launcher places
   // ranks), "leaf" (servers under one leaf adjacent), or an explicit server list.
   std::string server_order = "hostfile";

@@ -447,8 +447,9 @@ message_size = "16MiB"
 
 TEST(PacketFabric, GpuDirectIsChosenPerGpuNicPairByPcieDistance) {
   // A server whose NIC sits on another PCIe switch than the GPU it serves: their path runs
-  // through the CPU (PHB). With NCCL's default level PXB the pair is staged through host
-  // memory; with gdr_level = "PHB" it uses GPUDirect; a DGX A100 pair (same switch) always does.
+  // through the CPU (PHB). With NCCL's default level PXB and PXN off the pair is staged through
+  // host memory; with gdr_level = "PHB" it uses GPUDirect; a DGX A100 pair (same switch) always
+  // does.
   const std::string toml = R"(
 [server]
 preset = "dgx-a100"
@@ -473,8 +474,20 @@ message_size = "1MiB"
               net.host_fabric()->uses_gpudirect(0));
     return net.host_fabric()->uses_gpudirect(0);
   };
-  EXPECT_FALSE(gdr({}));
-  EXPECT_TRUE(gdr({"nic.gdr_level=\"PHB\""}));
+  // NCCL's default PXN: GPU0's data crosses NVLink to GPU1, under the NIC's switch, and the
+  // NIC reads it there with GPUDirect; no CPU or host memory on the route.
+  EXPECT_TRUE(gdr({}));
+  {
+    const Scenario s = load_scenario_text(toml, "t.toml");
+    const BuiltCluster c(s);
+    Simulation sim(1);
+    PacketNetwork net(sim, c.topology, c.routing, s.network);
+    const auto route = net.host_fabric()->route_names(0, true);
+    EXPECT_EQ(route.front(), "server0.gpu0>server0.nvswitch0");
+    for (const auto& hop : route) EXPECT_EQ(hop.find("cpu"), std::string::npos) << hop;
+  }
+  EXPECT_FALSE(gdr({"nccl.NCCL_PXN_DISABLE=1"}));
+  EXPECT_TRUE(gdr({"nccl.NCCL_PXN_DISABLE=1", "nic.gdr_level=\"PHB\""}));
   EXPECT_FALSE(gdr({"nic.gdr_level=\"SYS\"", "nic.gpudirect=false"}));
 }
 

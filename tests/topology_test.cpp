@@ -46,7 +46,9 @@ TEST(Fabric, AK8FatTreeHas128HostsAnd80Switches) {
 
 TEST(Fabric, LeafSpineOf32DgxH100Has256GpusAndTheExpectedSwitches) {
   // 32 servers x 8 NICs = 256 endpoints; 64-port switches with 32 hosts and 32 uplinks per leaf:
-  // 8 leaves; 32 spines with one cable from each leaf (8 ports used per spine).
+  // 8 leaves, 256 uplinks. The fewest 64-port spines that take them: 4 (each leaf sends 8
+  // parallel cables to each spine; 8 leaves x 8 = 64 ports used per spine). One spine per
+  // uplink (32, the builder's old default) would leave 56 of each spine's 64 ports empty.
   ClusterSpec c{.servers = 32,
                 .hosts = 0,
                 .server = server_preset("dgx-h100"),
@@ -60,7 +62,8 @@ TEST(Fabric, LeafSpineOf32DgxH100Has256GpusAndTheExpectedSwitches) {
   EXPECT_EQ(s.gpus, 256);
   EXPECT_EQ(s.nics, 256);
   EXPECT_EQ(s.nvswitches, 32 * 4);
-  EXPECT_EQ(s.switches, 8 + 32);
+  EXPECT_EQ(s.switches, 8 + 4);
+  EXPECT_EQ(s.tiers.at(1).switches, 4);
   EXPECT_EQ(s.fabric_cables, 8 * 32);
   EXPECT_DOUBLE_EQ(s.bisection_gbps, 128 * 400.0);
   EXPECT_TRUE(s.warnings.empty());
@@ -182,9 +185,10 @@ TEST(Servers, DgxA100MatrixShowsNV12AndItsPcieLayout) {
   // socket 0; SYS to those of socket 1.
   EXPECT_EQ(row(m, 0), "X NV12 NV12 NV12 NV12 NV12 NV12 NV12 PXB PXB NODE NODE SYS SYS SYS SYS ");
   EXPECT_EQ(row(m, 8), "PXB PXB NODE NODE SYS SYS SYS SYS X PXB NODE NODE SYS SYS SYS SYS ");
-  // DGX H100: NV18; GPU7 is PIX to the two NICs on its PCIe switch (NIC6, NIC7).
+  // DGX H100: NV18; GPU7 is PIX to its own NIC (NIC7) only, NODE to its socket's others, as
+  // in the HGX H100 `nvidia-smi topo -m` fixture, which the preset reproduces exactly.
   const TopoMatrix h = topo_matrix(server_preset("dgx-h100"));
-  EXPECT_EQ(row(h, 7), "NV18 NV18 NV18 NV18 NV18 NV18 NV18 X SYS SYS SYS SYS NODE NODE PIX PIX ");
+  EXPECT_EQ(row(h, 7), "NV18 NV18 NV18 NV18 NV18 NV18 NV18 X SYS SYS SYS SYS NODE NODE NODE PIX ");
 }
 
 TEST(Servers, MatrixRoundTripsThroughTextAndImport) {
@@ -262,6 +266,14 @@ TEST(Servers, RejectsTextThatIsNotATopologyMatrix) {
   }
 }
 
+TEST(Servers, DgxH100PresetMatchesARealHgxH100Matrix) {
+  // One PCIe switch per GPU with that GPU's compute NIC: GPU i PIX to NIC i, NODE to the other
+  // NICs of its socket, SYS across; the preset's matrix equals the fixture's, relation by
+  // relation (before 2026-12 the preset paired two GPUs with two NICs per switch).
+  EXPECT_EQ(topo_matrix(server_preset("dgx-h100")).relation,
+            parse_topo_matrix(fixture("hgx-h100-nic-legend.txt")).relation);
+}
+
 TEST(Servers, NcclXmlImportsARealH100DumpAndRoundTrips) {
   const ServerSpec s =
       import_nccl_xml(fixture("dgx-h100-nccl-topo.xml"), server_preset("dgx-a100"));
@@ -272,8 +284,13 @@ TEST(Servers, NcclXmlImportsARealH100DumpAndRoundTrips) {
   EXPECT_EQ(s.nic_rate, 400_Gbps);
   EXPECT_EQ(s.gpu_pcie.generation, 5);
   EXPECT_EQ(s.sockets, 2);
-  // Same relations as the DGX H100 preset: NV18 everywhere, GPU<->NIC on one switch PIX.
-  EXPECT_EQ(topo_matrix(s).relation, topo_matrix(server_preset("dgx-h100")).relation);
+  // This dump pairs two GPUs and two NICs per PCIe switch (unlike the DGX H100 preset, one
+  // GPU and its NIC per switch): GPU0 is PIX to NIC0 and NIC1, NODE to NIC2 and NIC3.
+  const TopoMatrix m = topo_matrix(s);
+  EXPECT_EQ(m.relation[0][8], "PIX");
+  EXPECT_EQ(m.relation[0][9], "PIX");
+  EXPECT_EQ(m.relation[0][10], "NODE");
+  EXPECT_EQ(m.relation[0][12], "SYS");
   // Export -> import -> export is stable, for every preset too.
   const std::string xml = export_nccl_xml(s);
   EXPECT_EQ(export_nccl_xml(import_nccl_xml(xml, s)), xml);

@@ -59,13 +59,19 @@ TEST(Workload, GradientBucketsOverlapTheBackwardPassAndStragglersSlowTheStep) {
   // One bucket: the DP AllReduce starts after the backward pass and is fully exposed.
   const RunResult exposed = train(two_servers("gradient_bytes = \"64MiB\"\nbuckets = 1\n"));
   const double ar = metric(exposed, "allreduce_cross_node_ms");
-  EXPECT_GT(ar, 5.0);  // a 2-rank ring moves 64 MiB per GPU through its 12.5 GB/s NIC: 5.4 ms
+  // A 2-rank ring moves 64 MiB per GPU through its NICs: GPU i uses the two NICs on its PCIe
+  // switch, which it shares with the other GPU of that switch and its DP group, so one NIC's
+  // 12.5 GB/s per group: 5.4 ms of wire time plus the pipeline's latencies.
+  EXPECT_GT(ar, 5.0);
+  EXPECT_LT(ar, 6.5);
   EXPECT_NEAR(metric(exposed, "step_time_ms"), 31.0 + ar, 0.01);
   EXPECT_NEAR(metric(exposed, "exposed_comm_ms"), ar, 0.01);
   EXPECT_LT(metric(exposed, "scaling_efficiency"), 1.0);
-  // Four buckets: three of them are reduced while backward still runs.
+  // Four buckets: three of them are reduced while backward still runs, so the step is about
+  // compute + the last bucket's AllReduce (a quarter of the bytes, ar / 4, plus its fixed
+  // latencies, which a 16 MiB collective does not hide).
   const RunResult overlapped = train(two_servers("gradient_bytes = \"64MiB\"\nbuckets = 4\n"));
-  EXPECT_LT(metric(overlapped, "step_time_ms"), metric(exposed, "step_time_ms") - 5);
+  EXPECT_NEAR(metric(overlapped, "step_time_ms"), 31.0 + ar / 4, 0.1 * ar);
   EXPECT_GT(metric(overlapped, "overlapped_comm_ms"), 5.0);
   // One GPU at half speed holds back its server, and through the DP AllReduce the other one.
   const RunResult slow =

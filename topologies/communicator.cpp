@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -141,6 +142,28 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
   }
   layout.servers = static_cast<int>(servers.size());
 
+  // Each server's NICs for this communicator (NCCL's ncclTopoGetLocalNet, search.cc): the NICs
+  // nearest (fewest PCIe hops) to at least one of the server's member GPUs, in NIC index order.
+  // A whole DGX gets every NIC (each is some GPU's own); one GPU of a server gets its own NIC(s)
+  // only, never the other socket's, which it could reach only through the CPUs.
+  std::map<int, std::vector<std::uint32_t>> local_nics;
+  for (const int s : servers) {
+    std::set<std::uint32_t> chosen;
+    for (std::uint32_t r : ranks_of[s]) {
+      if (gpus.empty()) {
+        chosen.insert(layout.ranks[r].nic);
+        continue;
+      }
+      int best = std::numeric_limits<int>::max();
+      for (const auto& [e, hops] : nic_distance[r]) best = std::min(best, hops);
+      for (const auto& [e, hops] : nic_distance[r])
+        if (hops == best) chosen.insert(e);
+    }
+    auto& list = local_nics[s];
+    for (std::uint32_t e : server_nics[s])
+      if (chosen.contains(e)) list.push_back(e);
+  }
+
   // Channel count and the tuner's per-channel bandwidths.
   double nvlink_gbs = 0;
   if (!rank_vertex.empty())
@@ -148,15 +171,18 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
       if (g[*e].kind == LinkKind::kNvLink)
         nvlink_gbs += static_cast<double>(g[*e].rate.bps()) / 8e9;
   layout.intra_link = nvlink_gbs > 0 || gpus.empty() ? LinkClass::kNvLink : LinkClass::kPcie;
-  const int nics = static_cast<int>(server_nics[servers.front()].size());
-  int channels = 2 * nics;
+  // NCCL's graphs are searched alike on every node and the channel count is the minimum over
+  // nodes: two rings per local NIC (search.cc duplicates a ring found per NIC).
+  std::size_t nics = std::numeric_limits<std::size_t>::max();
+  for (const int s : servers) nics = std::min(nics, local_nics[s].size());
+  int channels = 2 * static_cast<int>(nics);
   if (layout.servers == 1 && nvlink_gbs > 0) {
     channels = static_cast<int>(std::ceil(nvlink_gbs / opt.channel_gbs));
     channels += channels % 2;
   }
   channels = std::clamp(channels, 1, 64);  // MAXCHANNELS
   double nic_gbs = 0;
-  for (std::uint32_t e : server_nics[servers.front()])
+  for (std::uint32_t e : local_nics[servers.front()])
     nic_gbs += static_cast<double>(g[routing.endpoint_link(e)].rate.bps()) / 8e9;
   layout.bw_intra_gbs = nvlink_gbs > 0 ? opt.channel_gbs : 12;
   layout.bw_inter_gbs = nic_gbs / channels;
@@ -170,9 +196,10 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
     std::vector<std::vector<std::uint32_t>> chains;  // per server position: ring order inside
     for (const int s : servers) {
       const auto& members = ranks_of[s];
-      const auto& snics = server_nics[s];
+      const auto& snics = local_nics[s];
       const std::uint32_t nic = snics[static_cast<std::size_t>(c) % snics.size()];
       std::vector<std::uint32_t> order;
+      std::uint32_t exit_nic = nic;
       if (members.size() == 1 || gpus.empty()) {
         order = members;
       } else if (layout.servers == 1) {
@@ -180,27 +207,39 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
         for (std::size_t i = 0; i < members.size(); ++i)
           order.push_back(members[(i + static_cast<std::size_t>(c)) % members.size()]);
       } else {
-        // Enter at the GPU nearest the channel's NIC, leave from the next nearest.
+        // Enter at the GPU nearest the channel's NIC (among equals the GPU whose own NIC this
+        // is). NCCL_CROSS_NIC=0, and 2 (NCCL's default: search.cc tries without crossing first,
+        // which always succeeds on these servers): leave from the next nearest GPU through the
+        // same NIC, so the ring stays on its rail. NCCL_CROSS_NIC=1: the ring visits the
+        // server's GPUs in index order from the entry and leaves from the last one through
+        // that GPU's own NIC (NET n -> GPU a -> ... -> GPU x -> NET m, search.cc).
         std::vector<std::uint32_t> by_distance = members;
-        // Nearest first; among equals the GPU whose own NIC this is.
         std::stable_sort(
             by_distance.begin(), by_distance.end(), [&](std::uint32_t a, std::uint32_t b) {
               return std::make_pair(nic_distance[a].at(nic), layout.ranks[a].nic != nic) <
                      std::make_pair(nic_distance[b].at(nic), layout.ranks[b].nic != nic);
             });
-        const std::uint32_t entry = by_distance[0], exit = by_distance[1];
+        const std::uint32_t entry = by_distance[0];
         const auto at = std::find(members.begin(), members.end(), entry) - members.begin();
-        order.push_back(entry);
-        for (std::size_t i = 1; i < members.size(); ++i) {
-          const std::uint32_t r = members[(static_cast<std::size_t>(at) + i) % members.size()];
-          if (r != exit) order.push_back(r);
+        if (opt.cross_nic == 1) {
+          for (std::size_t i = 0; i < members.size(); ++i)
+            order.push_back(members[(static_cast<std::size_t>(at) + i) % members.size()]);
+          exit_nic = layout.ranks[order.back()].nic;
+        } else {
+          const std::uint32_t exit = by_distance[1];
+          order.push_back(entry);
+          for (std::size_t i = 1; i < members.size(); ++i) {
+            const std::uint32_t r = members[(static_cast<std::size_t>(at) + i) % members.size()];
+            if (r != exit) order.push_back(r);
+          }
+          order.push_back(exit);
         }
-        order.push_back(exit);
       }
       for (std::uint32_t r : order) {
         ch.nic[r] = gpus.empty() ? layout.ranks[r].nic : nic;
         ch.ring.push_back(r);
       }
+      if (!gpus.empty() && order.size() > 1) ch.nic[order.back()] = exit_nic;
       chains.push_back(std::move(order));
     }
     // Trees over server positions, chains inside.

@@ -4,11 +4,13 @@
 //
 // Ranks: GPUs in server order, GPU index order inside a server (as one process per GPU with
 // a hostfile in server order places them); without a server model, one rank per endpoint.
-// Each rank's own NIC is the one nearest it over PCIe (fewest hops; the lowest index on ties).
+// Each rank's own NIC is the one nearest it over PCIe (fewest hops; on ties the one paired
+// with the GPU by index). A server's NICs for the communicator are its members' nearest NICs
+// (NCCL's local NICs), so a communicator of one GPU per server uses that GPU's own NIC(s).
 //
-// Channels: across servers 2 per NIC of a server (NCCL's usual two rings per NIC), so
-// channel c leaves and enters every server through NIC c mod NICs; the ring enters a server at
-// the GPU nearest that NIC, visits the server's other GPUs over NVLink and leaves from the GPU
+// Channels: across servers 2 per local NIC of a server (NCCL's usual two rings per NIC), so
+// channel c leaves and enters every server through local NIC c mod NICs; the ring enters a server
+// at the GPU nearest that NIC, visits the server's other GPUs over NVLink and leaves from the GPU
 // next nearest the NIC, so each ring crosses every server boundary once and stays on one rail.
 // Servers follow `server_order`: hostfile (server index), leaf (servers under one leaf switch
 // adjacent: what a topology-aware rank order gives) or an explicit list. Inside one server the
@@ -33,6 +35,10 @@ struct CommunicatorOptions {
   std::string server_order = "hostfile";  // "hostfile", "leaf" or "list"
   std::vector<int> server_list;           // with "list": server indices in ring order
   double channel_gbs = 20;                // NCCL's per-channel NVLink bandwidth (GPU model)
+  // NCCL_CROSS_NIC: 0 rings enter and leave a server through the same NIC; 1 they may leave
+  // through another; 2 (NCCL's default, search.cc NCCL_PARAM(CrossNic, .., 2)) as 0 when that
+  // finds full-bandwidth rings, which it does on every server this model builds.
+  int cross_nic = 2;
 };
 
 // Throws std::invalid_argument when the ranks or the server list do not fit the cluster.

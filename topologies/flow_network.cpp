@@ -169,6 +169,20 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
   return r;
 }
 
+MaxMinSolver::Res FlowNetwork::nvlink_resource(Vertex gpu, bool outgoing, Bandwidth::rep bps) {
+  // One resource per GPU and direction for its NVLink bundle (all switch planes together).
+  auto [it, inserted] = nvlink_res_.try_emplace({gpu, outgoing}, 0);
+  if (inserted) {
+    it->second =
+        new_resource(static_cast<double>(bps) / 8 *
+                     payload_share(params_.host.nvlink_max_payload, params_.host.nvlink_overhead) *
+                     efficiency_.nvlink);
+    res_info_[it->second] = {
+        "NVLink", fmt::format("{}.nvlink_{}", topo_.graph()[gpu].name, outgoing ? "out" : "in")};
+  }
+  return it->second;
+}
+
 FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) {
   const auto& g = topo_.graph();
   Route r;
@@ -202,21 +216,8 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
       any = true;
     }
     if (any) {
-      // One resource per GPU and direction for its NVLink bundle (all switch planes together).
-      const auto res = [&](Vertex gpu, bool outgoing, Bandwidth::rep bps) {
-        auto [it, inserted] = nvlink_res_.try_emplace({gpu, outgoing}, 0);
-        if (inserted) {
-          it->second = new_resource(
-              static_cast<double>(bps) / 8 *
-              payload_share(params_.host.nvlink_max_payload, params_.host.nvlink_overhead) *
-              efficiency_.nvlink);
-          res_info_[it->second] = {
-              "NVLink", fmt::format("{}.nvlink_{}", g[gpu].name, outgoing ? "out" : "in")};
-        }
-        return it->second;
-      };
-      r.resources.push_back(res(src_gpu, true, out));
-      r.resources.push_back(res(dst_gpu, false, in));
+      r.resources.push_back(nvlink_resource(src_gpu, true, out));
+      r.resources.push_back(nvlink_resource(dst_gpu, false, in));
       r.latency = latency * 2 + tx_time(flit.first, hop_rate);
       return r;
     }
@@ -228,6 +229,34 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
     // GPUDirect when the pair's PCIe path crosses at most gdr_level CPUs; else staged through
     // host memory on the NIC's socket.
     const Vertex from = to_nic ? gpu : nic, to = to_nic ? nic : gpu;
+    // PXN (HostFabricParams::nic_gpu): over NVLink to the GPU under the NIC's switch, then
+    // PCIe from there; the NVLink leg counts on both GPUs' NVLink bundles, as at packet level.
+    if (const Vertex via = params_.host.nic_gpu(g, gpu, nic); via != gpu) {
+      Bandwidth plane{};
+      Bandwidth::rep total = 0;
+      Time hop_latency{};
+      for (auto [e, end] = boost::out_edges(gpu, g); e != end; ++e)
+        if (g[*e].kind == LinkKind::kNvLink) {
+          total += g[*e].rate.bps();
+          plane = g[*e].rate;
+          hop_latency = g[*e].latency;
+        }
+      const auto flit = [&](Bytes u) {
+        return u + params_.host.pcie_tlp_overhead *
+                       ((u.count() + params_.host.pcie_max_payload.count() - 1) /
+                        params_.host.pcie_max_payload.count());
+      };
+      const auto nvlink = [&] {
+        r.resources.push_back(nvlink_resource(to_nic ? gpu : via, true, total));
+        r.resources.push_back(nvlink_resource(to_nic ? via : gpu, false, total));
+        r.latency += hop_latency * 2;
+        hop_times_.emplace_back(tx_time(flit(unit.first), plane), tx_time(flit(unit.last), plane));
+      };
+      if (to_nic) nvlink();
+      add_pcie_path(r, to_nic ? via : nic, to_nic ? nic : via, unit);
+      if (!to_nic) nvlink();
+      return;
+    }
     if (params_.host.gpudirect_between(g, gpu, nic)) {
       add_pcie_path(r, from, to, unit);
       return;

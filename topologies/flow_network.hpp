@@ -115,6 +115,8 @@ class FlowNetwork final : public TransferPort {
   // Adds the hop's resource and latency, and its first and last unit's time to hop_times_.
   void add_hop(Route& r, Vertex from, Vertex to, const LinkInfo& link, Units wire);
   void add_pcie_path(Route& r, Vertex from, Vertex to, Units chunk);
+  // A GPU's NVLink bundle in one direction as a resource (created at `bps` on first use).
+  MaxMinSolver::Res nvlink_resource(Vertex gpu, bool outgoing, Bandwidth::rep bps);
   Route route_of(const Message& m);
   // route_of without the store-and-forward times, which it leaves in hop_times_.
   Route route_hops(const Message& m, const Units& unit);

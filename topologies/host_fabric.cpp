@@ -21,6 +21,36 @@ Vertex nic_socket_cpu(const TopologyGraph& g, Vertex nic) {
   throw std::invalid_argument(fmt::format("{} has no CPU socket {}", g[nic].name, g[nic].socket));
 }
 
+bool nvlink_connected(const TopologyGraph& g, Vertex a, Vertex b) {
+  for (auto [e, end] = boost::out_edges(a, g); e != end; ++e) {
+    if (g[*e].kind != LinkKind::kNvLink) continue;
+    const Vertex peer = boost::target(*e, g);
+    if (peer == b) return true;
+    if (g[peer].kind == NodeKind::kNvSwitch && boost::edge(peer, b, g).second) return true;
+  }
+  return false;
+}
+
+Vertex HostFabricParams::nic_gpu(const TopologyGraph& g, Vertex gpu, Vertex nic) const {
+  if (!pxn || !gpudirect || pcie_distance(g, gpu, nic) == PcieDistance::kPxb) return gpu;
+  Vertex best = gpu;
+  std::size_t best_hops = std::numeric_limits<std::size_t>::max();
+  int best_index = 0;
+  for (auto [v, end] = boost::vertices(g); v != end; ++v) {
+    if (g[*v].kind != NodeKind::kGpu || g[*v].server != g[gpu].server || *v == gpu) continue;
+    if (pcie_distance(g, *v, nic) != PcieDistance::kPxb || !gpudirect_between(g, *v, nic) ||
+        !nvlink_connected(g, gpu, *v))
+      continue;
+    const std::size_t hops = pcie_path(g, *v, nic).size();
+    if (hops < best_hops || (hops == best_hops && g[*v].index < best_index)) {
+      best = *v;
+      best_hops = hops;
+      best_index = g[*v].index;
+    }
+  }
+  return best;
+}
+
 HostFabric::HostFabric(Simulation& sim, Pool<Packet>& pool, const Topology& topo, MessageLog& log,
                        std::vector<RdmaNic*> nics, const PacketFormat& format,
                        const HostFabricParams& params)
@@ -61,9 +91,19 @@ std::size_t HostFabric::nic_route(Vertex gpu, std::size_t e, bool to_nic) {
   const auto& g = topo_.graph();
   const Vertex nic = topo_.endpoints()[e];
   Route r{{}, e, to_nic};
+  // With PXN the data crosses NVLink to the GPU under the NIC's switch first (or last).
+  const Vertex via = params_.nic_gpu(g, gpu, nic);
   // The pair's PCIe distance decides GPUDirect for transfers between them (NCCL's rule).
-  r.gpudirect = params_.gpudirect_between(g, gpu, nic);
-  if (r.gpudirect) {
+  r.gpudirect = params_.gpudirect_between(g, via, nic);
+  if (via != gpu) {
+    // One NVSwitch plane per NIC (index mod planes), so a server's NICs spread their PXN
+    // traffic over the planes. Chunks keep PCIe TLP framing on the NVLink hops too (the
+    // larger of the two overheads: an approximation of under 4 % on those hops).
+    const auto nv = nvlink_hops(to_nic ? gpu : via, to_nic ? via : gpu, g[nic].index);
+    const auto pcie = to_nic ? path(via, nic) : path(nic, via);
+    r.hops = to_nic ? nv : pcie;
+    for (EgressPort* p : to_nic ? pcie : nv) r.hops.push_back(p);
+  } else if (r.gpudirect) {
     r.hops = to_nic ? path(gpu, nic) : path(nic, gpu);
   } else {
     // Bounce buffer in host memory on the NIC's socket.
@@ -109,6 +149,22 @@ EgressPort* HostFabric::memory_port(Vertex cpu) {
     slot->set_owner(this);
   }
   return slot.get();
+}
+
+std::vector<EgressPort*> HostFabric::nvlink_hops(Vertex from, Vertex to, int plane) {
+  const auto& g = topo_.graph();
+  std::vector<std::pair<Vertex, const LinkInfo*>> planes;
+  for (auto [e, end] = boost::out_edges(from, g); e != end; ++e) {
+    if (g[*e].kind != LinkKind::kNvLink) continue;
+    const Vertex peer = boost::target(*e, g);
+    if (peer == to) return {link_port(from, to, g[*e])};
+    if (g[peer].kind == NodeKind::kNvSwitch && boost::edge(peer, to, g).second)
+      planes.emplace_back(peer, &g[*e]);
+  }
+  if (planes.empty())
+    throw std::logic_error(fmt::format("{} has no NVLink to {}", g[from].name, g[to].name));
+  const auto& [sw, link] = planes[static_cast<std::size_t>(plane) % planes.size()];
+  return {link_port(from, sw, *link), link_port(sw, to, g[boost::edge(sw, to, g).first])};
 }
 
 std::vector<Vertex> HostFabric::vertex_path(Vertex from, Vertex to) const {

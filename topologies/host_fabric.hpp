@@ -41,6 +41,8 @@ enum class PcieDistance { kPxb = 1, kPhb = 2, kSys = 3 };
 PcieDistance pcie_distance(const TopologyGraph& g, Vertex gpu, Vertex nic);
 // The CPU (socket) a NIC hangs off: where a transfer without GPUDirect is staged.
 Vertex nic_socket_cpu(const TopologyGraph& g, Vertex nic);
+// Whether two GPUs of a server share NVLink: a direct link or one NVSwitch they both reach.
+bool nvlink_connected(const TopologyGraph& g, Vertex a, Vertex b);
 
 struct HostFabricParams {
   bool gpudirect = true;
@@ -54,10 +56,19 @@ struct HostFabricParams {
   Bytes nvlink_overhead{16};
   Bandwidth host_memory_rate = Bandwidth::from_bps(1'600'000'000'000);  // 200 GB/s per socket
   Time host_memory_latency = Time::from_ps(100'000);                    // 100 ns
+  // NCCL's PXN (NCCL_PXN_DISABLE=0, its default; paths.cc marks GPU-NIC paths PATH_PXN): a
+  // GPU whose PCIe path to a NIC crosses a CPU, when a GPU it shares NVLink with sits within
+  // one PCIe switch of that NIC (and may use GPUDirect with it), moves its data over NVLink
+  // into that GPU's memory and the NIC reads it from there; no byte crosses the CPU.
+  bool pxn = true;
   // GPUDirect for this GPU-NIC pair (on, and within gdr_level).
   bool gpudirect_between(const TopologyGraph& g, Vertex gpu, Vertex nic) const {
     return gpudirect && pcie_distance(g, gpu, nic) <= gdr_level;
   }
+  // The GPU whose memory `nic` reads `gpu`'s data from (or writes it to): `gpu` itself, or
+  // with PXN the nearest GPU of the server (fewest PCIe hops, then the lowest index) that is
+  // under the NIC's PCIe switch, NVLink-connected to `gpu` and GPUDirect-capable with the NIC.
+  Vertex nic_gpu(const TopologyGraph& g, Vertex gpu, Vertex nic) const;
 };
 
 class HostFabric final : public HostSide, public PacketSink, public PortOwner {
@@ -100,6 +111,8 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
   EgressPort* link_port(Vertex from, Vertex to, const LinkInfo& link);
   EgressPort* memory_port(Vertex cpu);
   std::vector<EgressPort*> path(Vertex from, Vertex to);
+  // GPU to GPU over NVLink: the direct link, or NVSwitch plane `plane` mod planes.
+  std::vector<EgressPort*> nvlink_hops(Vertex from, Vertex to, int plane);
   std::vector<Vertex> vertex_path(Vertex from, Vertex to) const;
   std::uint32_t chunk_wire_bytes(std::uint32_t payload, bool nvlink) const;
   std::size_t route_between(Vertex from_gpu, Vertex to_gpu, EgressPort* first, bool nvlink);

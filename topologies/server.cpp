@@ -75,7 +75,16 @@ ServerSpec dgx_h100() {
   s.gpu_name = "H100-SXM5-80GB";
   s.gpu_sm = 90;
   s.cores_per_socket = 56;
-  s.pcie_switches = {{0, 1}, {0, 1}, {1, 1}, {1, 1}};
+  // Eight PCIe Gen5 switches, four per socket, each with one GPU and its one compute NIC
+  // (GPU i and NIC i are PIX; other NICs of the socket are NODE, the other socket's SYS).
+  s.pcie_switches.clear();
+  s.gpus.clear();
+  s.nics.clear();
+  for (int i = 0; i < 8; ++i) {
+    s.pcie_switches.push_back({i / 4, 1});
+    s.gpus.push_back({i, 0});
+    s.nics.push_back({i, 0});
+  }
   s.gpu_pcie = s.nic_pcie = s.uplink_pcie = PcieLink{5, 16};
   s.nic_rate = 400_Gbps;
   s.nvswitch_links = {5, 5, 4, 4};

@@ -1,0 +1,195 @@
+// Regression tests for answers that were wrong without saying so (issue 15): each expected value
+// is derived in its comment from the mechanism, not read off a run.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "cli/experiment.hpp"
+#include "cli/nccl_tests.hpp"
+#include "loader/scenario.hpp"
+#include "topologies/analysis.hpp"
+#include "topologies/communicator.hpp"
+
+using namespace fabricsim;
+
+namespace {
+
+// Two DGX H100 (8 GPUs, each with its own 400G NIC on its PCIe switch) on one NDR leaf.
+std::string two_h100(const std::string& extra = "") {
+  return R"(
+name = "h100x2"
+[server]
+preset = "dgx-h100"
+count = 2
+[fabric]
+kind = "leaf-spine"
+technology = "infiniband"
+link_rate = "400Gbps"
+switch_ports = 64
+hosts_per_leaf = 16
+rail_optimized = true
+)" + extra;
+}
+
+// The endpoint (NIC) name of every rank on every channel of a layout.
+std::set<std::string> nics_of_rank(const BuiltCluster& c, const CommLayout& l, std::uint32_t r) {
+  std::set<std::string> out;
+  for (const auto& ch : l.channels)
+    out.insert(c.topology.graph()[c.topology.endpoints()[ch.nic[r]]].name);
+  return out;
+}
+
+}  // namespace
+
+TEST(Correctness, OneGpuPerServerCommunicatorUsesThatGpusOwnNic) {
+  // A data-parallel group of GPU 3 of each server (rail-aligned): NCCL's local NIC of GPU 3 is
+  // the one on its PCIe switch (mlx5_3 on a DGX H100), so every channel of both ranks uses it,
+  // and there are NCCL's 2 rings per local NIC. The bug spread the 16 channels over all 8 NICs,
+  // the other socket's included, staged through host memory.
+  const Scenario s = load_scenario_text(two_h100(), "t.toml");
+  const BuiltCluster c(s);
+  CommunicatorOptions o;
+  o.gpus = {3, 8 + 3};
+  const CommLayout l = build_communicator(c.topology, c.routing, o);
+  EXPECT_EQ(l.channels.size(), 2u);
+  EXPECT_EQ(nics_of_rank(c, l, 0), (std::set<std::string>{"server0.mlx5_3"}));
+  EXPECT_EQ(nics_of_rank(c, l, 1), (std::set<std::string>{"server1.mlx5_3"}));
+  // The tuner's inter-node bandwidth per channel: one 400G NIC (50 GB/s) over 2 channels.
+  EXPECT_DOUBLE_EQ(l.bw_inter_gbs, 25.0);
+
+  // DGX A100: GPU 2 shares its PCIe switch with GPU 3 and NICs mlx5_2 and mlx5_3, both PXB:
+  // both are its local NICs, 2 rings each, 4 channels.
+  const Scenario a = load_scenario_text(
+      two_h100(), "t.toml",
+      {.overrides = {"server.preset=\"dgx-a100\"", "fabric.link_rate=\"200Gbps\""}});
+  const BuiltCluster ca(a);
+  CommunicatorOptions oa;
+  oa.gpus = {2, 8 + 2};
+  const CommLayout la = build_communicator(ca.topology, ca.routing, oa);
+  EXPECT_EQ(la.channels.size(), 4u);
+  EXPECT_EQ(nics_of_rank(ca, la, 0), (std::set<std::string>{"server0.mlx5_2", "server0.mlx5_3"}));
+}
+
+TEST(Correctness, CrossNicOneLetsARingLeaveThroughAnotherNic) {
+  // Whole servers: with NCCL_CROSS_NIC 0 or 2 (default) a ring enters and leaves a server
+  // through the same NIC (it stays on its rail); with 1 it leaves through the NIC of the last
+  // GPU it visits, so the entry and exit ranks of a server use different NICs.
+  for (const int cross : {0, 1, 2}) {
+    const Scenario s =
+        load_scenario_text(two_h100(fmt::format("[nccl]\nNCCL_CROSS_NIC = {}\n", cross)), "t.toml");
+    EXPECT_EQ(s.nccl.cross_nic, cross);
+    const BuiltCluster c(s);
+    CommunicatorOptions o;
+    o.cross_nic = s.nccl.cross_nic;
+    const CommLayout l = build_communicator(c.topology, c.routing, o);
+    ASSERT_EQ(l.channels.size(), 16u);
+    int crossing = 0;
+    for (const auto& ch : l.channels) {
+      // ring[0] entered server 0, ring[7] leaves it.
+      crossing += ch.nic[ch.ring[0]] != ch.nic[ch.ring[7]];
+    }
+    EXPECT_EQ(crossing, cross == 1 ? 16 : 0) << "NCCL_CROSS_NIC=" << cross;
+  }
+  EXPECT_THROW(load_scenario_text(two_h100("[nccl]\nNCCL_CROSS_NIC = 3\n"), "t.toml"), ConfigError);
+}
+
+TEST(Correctness, GpuDirectOnDgxH100KeepsGpuNicTrafficUnderItsPcieSwitch) {
+  // A 2 x DGX H100 NDR AllReduce with GPUDirect on: every GPU-NIC transfer stays under the
+  // shared PCIe switch (the ring's exit GPU reaches the channel's NIC through PXN, over NVLink
+  // to the NIC's own GPU), so no CPU uplink, inter-socket link or host memory carries a byte.
+  for (const char* fidelity : {"packet", "flow"}) {
+    const Scenario s = load_scenario_text(
+        two_h100(), "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
+    const BuiltCluster c(s);
+    Simulation sim(1);
+    FabricBackend fabric(sim, s, c);
+    CollectiveEngine engine(sim, fabric.port(), s.gpu, s.nccl, s.execution);
+    CommunicatorOptions o;
+    o.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
+    const auto comm = engine.add_communicator(build_communicator(c.topology, c.routing, o));
+    const auto id = engine.launch(comm, {.op = CollOp::kAllReduce, .bytes = 16 << 20}, sim.now());
+    sim.run();
+    ASSERT_TRUE(engine.result(id).done);
+    const auto loads = fabric.bottlenecks(c, sim.now(), {}, 1000);
+    ASSERT_FALSE(loads.empty());
+    bool nic_busy = false;
+    for (const auto& l : loads) {
+      if (l.utilization <= 0) continue;
+      nic_busy |= l.layer == "NIC";
+      EXPECT_NE(l.layer, "host memory") << fidelity << " " << l.port;
+      EXPECT_EQ(l.port.find("cpu"), std::string::npos) << fidelity << " " << l.port;
+    }
+    EXPECT_TRUE(nic_busy) << fidelity;
+  }
+}
+
+TEST(Correctness, OversubscribedRailOptimizedFabricReportsItsCut) {
+  // 32 x DGX H100, rail-optimized, 32 hosts per 64-port leaf, 2:1: each leaf has 32 x 400G
+  // down and 16 x 400G up. Half the servers against the other half meet inside every rail leaf
+  // (100 %), but half the leaves (4 x 32 hosts) against the other half cross 4 x 16 uplinks:
+  // 25,600 of 51,200 Gb/s, 50 %. The reported bisection is that worst cut.
+  const Scenario s = load_scenario_text(R"(
+[server]
+preset = "dgx-h100"
+count = 32
+[fabric]
+kind = "leaf-spine"
+link_rate = "400Gbps"
+switch_ports = 64
+hosts_per_leaf = 32
+rail_optimized = true
+oversubscription = 2
+)",
+                                        "t.toml");
+  const BuiltCluster c(s);
+  const TopologySummary t = analyse(c.topology, c.routing, {});
+  ASSERT_EQ(t.tier_cuts.size(), 1u);
+  EXPECT_EQ(t.tier_cuts[0].tier, "leaf");
+  EXPECT_EQ(t.tier_cuts[0].groups, 8);
+  EXPECT_DOUBLE_EQ(t.tier_cuts[0].gbps, 4 * 16 * 400.0);
+  EXPECT_DOUBLE_EQ(t.tier_cuts[0].fraction(), 0.5);
+  EXPECT_DOUBLE_EQ(t.bisection_gbps, 25'600);
+  EXPECT_DOUBLE_EQ(t.full_bisection_gbps, 51'200);
+  // The fewest 64-port spines for 8 leaves x 16 uplinks: 2 (64 ports each).
+  EXPECT_EQ(t.switches, 8 + 2);
+}
+
+TEST(Correctness, EachNcclTestsSizeIsIndependentOfTheSizesBefore) {
+  // The same 8 MiB AllReduce at packet level on RoCE with DCQCN, alone and as the last size of
+  // a 1 -> 8 MiB sweep: each size runs on a fresh simulation after its warm-up, so the rows are
+  // identical to the picosecond (the bug kept queue pairs, DCQCN rates and queues from the sizes
+  // before: 2817 us alone against 3500 us after a 2 MiB size at 64 MiB).
+  const Scenario s = load_scenario_text(R"(
+fidelity = "packet"
+[server]
+preset = "dgx-a100"
+count = 2
+[fabric]
+kind = "star"
+link_rate = "100Gbps"
+[switch]
+pfc = true
+ecn = true
+buffer = "2MiB"
+[nic.dcqcn]
+enabled = true
+)",
+                                        "t.toml");
+  const BuiltCluster c(s);
+  NcclTestsArgs alone;
+  alone.min_bytes = alone.max_bytes = 8 << 20;
+  NcclTestsArgs sweep = alone;
+  sweep.min_bytes = 1 << 20;
+  sweep.step_factor = 2;
+  const NcclTestsResult a = run_nccl_tests(s, c, alone), b = run_nccl_tests(s, c, sweep);
+  ASSERT_EQ(a.rows.size(), 1u);
+  ASSERT_EQ(b.rows.size(), 4u);
+  EXPECT_EQ(a.rows[0].time_us[0], b.rows[3].time_us[0]);
+  EXPECT_EQ(a.rows[0].time_us[1], b.rows[3].time_us[1]);
+  // Warm-up iterations are simulated: none changes nothing here but is accepted.
+  NcclTestsArgs cold = alone;
+  cold.warmup = 0;
+  EXPECT_EQ(run_nccl_tests(s, c, cold).rows.size(), 1u);
+}
