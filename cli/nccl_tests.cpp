@@ -253,7 +253,11 @@ std::string nccl_tests_json(const Scenario& scenario, const NcclTestsArgs& a,
                   {"bounded_by", row.bounded_by}};
     const char* names[] = {"out_of_place", "in_place"};
     for (int p = 0; p < 2; ++p)
+      // GB/s (10^9 bytes per second), as nccl-tests prints them. `*_gbps` are the same
+      // values under their old names, kept for one release (they never held Gb/s).
       t.insert(names[p], toml::table{{"time_us", row.time_us[p]},
+                                     {"algbw_gbyte_per_s", row.algbw[p]},
+                                     {"busbw_gbyte_per_s", row.busbw[p]},
                                      {"algbw_gbps", row.algbw[p]},
                                      {"busbw_gbps", row.busbw[p]}});
     rows.push_back(std::move(t));
@@ -267,6 +271,7 @@ std::string nccl_tests_json(const Scenario& scenario, const NcclTestsArgs& a,
                   {"redop", a.redop},
                   {"nranks", r.nranks},
                   {"results", std::move(rows)},
+                  {"avg_bus_bandwidth_gbyte_per_s", r.avg_busbw},
                   {"avg_bus_bandwidth_gbps", r.avg_busbw},
                   {"errors", std::move(errors)}};
   std::ostringstream os;
@@ -277,11 +282,15 @@ std::string nccl_tests_json(const Scenario& scenario, const NcclTestsArgs& a,
 std::string nccl_tests_csv(const NcclTestsResult& r) {
   std::string out =
       "size,count,algorithm,protocol,channels,oop_time_us,oop_algbw_gbps,oop_busbw_gbps,"
-      "ip_time_us,ip_algbw_gbps,ip_busbw_gbps\n";
+      "ip_time_us,ip_algbw_gbps,ip_busbw_gbps,oop_algbw_gbyte_per_s,oop_busbw_gbyte_per_s,"
+      "ip_algbw_gbyte_per_s,ip_busbw_gbyte_per_s\n";
+  // The `_gbps` columns hold GB/s like the `_gbyte_per_s` ones after them: old names, kept
+  // for one release in their old places so positional readers keep working.
   for (const auto& row : r.rows)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", row.size, row.count,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", row.size, row.count,
                        to_string(row.algo), to_string(row.proto), row.channels, row.time_us[0],
-                       row.algbw[0], row.busbw[0], row.time_us[1], row.algbw[1], row.busbw[1]);
+                       row.algbw[0], row.busbw[0], row.time_us[1], row.algbw[1], row.busbw[1],
+                       row.algbw[0], row.busbw[0], row.algbw[1], row.busbw[1]);
   return out;
 }
 

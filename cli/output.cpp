@@ -14,6 +14,38 @@
 namespace fabricsim {
 namespace fs = std::filesystem;
 
+FidelityScope fidelity_scope(const Scenario& s) {
+  const auto& n = s.network;
+  const bool ib = s.cluster.fabric.technology == "infiniband";
+  const bool tcp = n.nic.transport == Transport::kTcp;
+  FidelityScope f;
+  f.level = s.fidelity == Fidelity::kFlow ? "flow" : "packet";
+  f.models = {"link rates and packet headers", "routes (ECMP, spraying, d-mod-k)",
+              "store-and-forward latency", "NVLink, PCIe and host-memory paths",
+              "NIC message rate"};
+  if (s.fidelity == Fidelity::kFlow) {
+    // The flow level shares link capacity max-min fairly among fluid flows on the same routes
+    // (topologies/flow_network.hpp): nothing queues, pauses, marks or is lost there, so every
+    // mechanism that acts on queues is switched off whatever the scenario sets.
+    f.models.push_back("max-min fair sharing of every link");
+    if (n.buffer.pfc) f.inactive.push_back("PFC");
+    if (n.buffer.ecn.enabled) f.inactive.push_back("ECN");
+    if (n.nic.dcqcn.enabled) f.inactive.push_back("DCQCN");
+    if (tcp) f.inactive.push_back("TCP congestion control");
+    f.ignores = {"switch queues and buffers", "PFC pauses", "ECN marks and congestion control",
+                 "packet loss and retransmission", "InfiniBand credits"};
+  } else {
+    f.models.push_back("switch queues and shared buffers");
+    if (ib) f.models.push_back("InfiniBand credit flow control");
+    if (n.buffer.pfc) f.models.push_back("PFC");
+    if (n.buffer.ecn.enabled) f.models.push_back("ECN marking");
+    if (n.nic.dcqcn.enabled) f.models.push_back("DCQCN");
+    f.models.push_back(tcp ? "TCP (NewReno/DCTCP) with retransmission"
+                           : "go-back-N retransmission");
+  }
+  return f;
+}
+
 std::string results_json(const Scenario& scenario, const RunResult& result) {
   toml::table metrics;
   for (const auto& m : result.metrics) metrics.insert_or_assign(m.name, m.value);
@@ -31,9 +63,19 @@ std::string results_json(const Scenario& scenario, const RunResult& result) {
                                       {"utilization", l.utilization},
                                       {"paused_us", l.paused_us}});
 
+  const FidelityScope scope = fidelity_scope(scenario);
+  const auto list = [](const std::vector<std::string>& v) {
+    toml::array a;
+    for (const auto& x : v) a.push_back(x);
+    return a;
+  };
   toml::table root{
       {"fabricsim_version", kVersion},
       {"scenario", scenario.resolved},
+      {"fidelity", toml::table{{"level", scope.level},
+                               {"models", list(scope.models)},
+                               {"set_but_inactive", list(scope.inactive)},
+                               {"ignores", list(scope.ignores)}}},
       {"seed", static_cast<std::int64_t>(scenario.seed)},
       {"status", result.status},
       {"sim_time_ps", result.sim_time.ps()},
@@ -76,9 +118,18 @@ std::string text_report(const Scenario& scenario, const RunResult& result) {
                      c.fabric.technology, endpoints, to_string(c.fabric.link_rate),
                      to_string(n.buffer.buffer), to_string(n.nic.format.mtu),
                      to_string(n.nic.format.header));
-  out += fmt::format("  PFC {}, ECN {}, DCQCN {}, IB timeout {} / retry count {}\n",
-                     n.buffer.pfc ? "on" : "off", n.buffer.ecn.enabled ? "on" : "off",
-                     n.nic.dcqcn.enabled ? "on" : "off", n.nic.ib_timeout, n.nic.ib_retry_cnt);
+  const FidelityScope scope = fidelity_scope(scenario);
+  if (scenario.fidelity == Fidelity::kFlow) {
+    out += fmt::format("  fidelity: flow level - models {}; does not model {}\n",
+                       fmt::join(scope.models, ", "), fmt::join(scope.ignores, ", "));
+    if (!scope.inactive.empty())
+      out += fmt::format("  set in the scenario but inactive at flow level: {}\n",
+                         fmt::join(scope.inactive, ", "));
+  } else {
+    out += fmt::format("  PFC {}, ECN {}, DCQCN {}, IB timeout {} / retry count {}\n",
+                       n.buffer.pfc ? "on" : "off", n.buffer.ecn.enabled ? "on" : "off",
+                       n.nic.dcqcn.enabled ? "on" : "off", n.nic.ib_timeout, n.nic.ib_retry_cnt);
+  }
   out += fmt::format("  status: {} at simulated time {} after {} events\n", result.status,
                      to_string(result.sim_time), result.events);
   for (const auto& e : result.errors) out += fmt::format("  error: {}\n", e);

@@ -11,6 +11,15 @@
 
 namespace fabricsim {
 
+// What a run's fidelity level models and what it does not, for the report header and
+// results.json ("fidelity"): `inactive` names mechanisms the scenario switches on that the
+// level cannot act on (PFC, ECN, DCQCN at flow level), so no report claims them.
+struct FidelityScope {
+  std::string level;  // "packet" or "flow"
+  std::vector<std::string> models, inactive, ignores;
+};
+FidelityScope fidelity_scope(const Scenario& scenario);
+
 std::string results_json(const Scenario& scenario, const RunResult& result);
 std::string timeseries_csv(const RunResult& result);
 std::string text_report(const Scenario& scenario, const RunResult& result);

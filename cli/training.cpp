@@ -154,6 +154,10 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
       {"overlapped_comm_ms", w.overlapped_comm_ms, "ms"},
       {"allreduce_ms_per_step", w.tp_allreduce_ms + w.dp_allreduce_ms, "ms"},
       {"allreduce_cross_node_ms", w.dp_allreduce_ms, "ms"},
+      // What each NIC received per step over the time the gradient AllReduce ran, whatever
+      // the transport (RoCE, InfiniBand, TCP). roce_throughput_gbps: the same value under its
+      // old name, kept for one release.
+      {"cross_node_throughput_gbit_per_s", dp_s > 0 ? per_nic_bytes * 8 / dp_s / 1e9 : 0, "Gb/s"},
       {"roce_throughput_gbps", dp_s > 0 ? per_nic_bytes * 8 / dp_s / 1e9 : 0, "Gb/s"},
       {"pfc_pause_frames", static_cast<double>(pfc_pause_frames(r.counters)), ""},
       {"tokens_per_s", w.tokens_per_s, "tokens/s"},

@@ -545,9 +545,9 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
   if (root.has("expected")) {
     // Values the replayed case reported, keyed by result metric: shown beside the model's.
     ConfigReader e = root.table("expected");
-    for (const char* key :
-         {"roce_throughput_gbps", "allreduce_ms_per_step", "allreduce_cross_node_ms",
-          "pfc_pause_frames", "tokens_per_s", "scaling_efficiency", "single_server_tokens_per_s"})
+    for (const char* key : {"cross_node_throughput_gbit_per_s", "roce_throughput_gbps",
+                            "allreduce_ms_per_step", "allreduce_cross_node_ms", "pfc_pause_frames",
+                            "tokens_per_s", "scaling_efficiency", "single_server_tokens_per_s"})
       if (const auto v = e.optional_real(key, 0.0, 1e18)) s.expected.emplace_back(key, *v);
     s.notes = e.string_list("notes", {});
     e.finish();

@@ -8,6 +8,7 @@
 
 #include "cli/experiment.hpp"
 #include "cli/nccl_tests.hpp"
+#include "cli/output.hpp"
 #include "loader/scenario.hpp"
 #include "topologies/analysis.hpp"
 #include "topologies/communicator.hpp"
@@ -192,4 +193,57 @@ enabled = true
   NcclTestsArgs cold = alone;
   cold.warmup = 0;
   EXPECT_EQ(run_nccl_tests(s, c, cold).rows.size(), 1u);
+}
+
+TEST(Correctness, FlowLevelSaysPfcEcnAndDcqcnDoNotActThere) {
+  // The same scenario at both levels: the packet level's header lists PFC/ECN/DCQCN as on; the
+  // flow level's says they are set but inactive, and results.json records it.
+  const std::string text = R"(
+[fabric]
+kind = "star"
+hosts = 3
+link_rate = "100Gbps"
+[switch]
+pfc = true
+ecn = true
+[nic.dcqcn]
+enabled = true
+[traffic]
+message_size = "64KiB"
+)";
+  RunResult empty;
+  const Scenario packet = load_scenario_text(text, "t.toml");
+  EXPECT_NE(text_report(packet, empty).find("PFC on, ECN on, DCQCN on"), std::string::npos);
+  EXPECT_EQ(fidelity_scope(packet).inactive.size(), 0u);
+  const Scenario flow = load_scenario_text(text, "t.toml", {.overrides = {"fidelity=\"flow\""}});
+  const std::string report = text_report(flow, empty);
+  EXPECT_EQ(report.find("PFC on"), std::string::npos) << report;
+  EXPECT_NE(report.find("set in the scenario but inactive at flow level: PFC, ECN, DCQCN"),
+            std::string::npos)
+      << report;
+  const std::string json = results_json(flow, empty);
+  EXPECT_NE(json.find("\"set_but_inactive\" : [\n            \"PFC\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"level\" : \"flow\""), std::string::npos);
+}
+
+TEST(Correctness, MetricNamesSayTheirUnit) {
+  // nccl-tests' JSON: GB/s under _gbyte_per_s, the old _gbps names alongside with the same
+  // value; the CSV keeps its old columns in place and adds the new ones after them.
+  NcclTestsArgs a;
+  NcclTestsResult r;
+  NcclTestsRow row;
+  row.size = 1024;
+  row.algbw[0] = row.algbw[1] = 1.5;
+  row.busbw[0] = row.busbw[1] = 2.5;
+  r.rows.push_back(row);
+  const Scenario s = load_scenario_text(
+      "[fabric]\nkind = \"star\"\nhosts = 2\nlink_rate = \"100Gbps\"\n", "t.toml");
+  const std::string json = nccl_tests_json(s, a, r);
+  EXPECT_NE(json.find("\"busbw_gbyte_per_s\" : 2.5"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"busbw_gbps\" : 2.5"), std::string::npos);
+  const std::string csv = nccl_tests_csv(r);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "size,count,algorithm,protocol,channels,oop_time_us,oop_algbw_gbps,oop_busbw_gbps,"
+            "ip_time_us,ip_algbw_gbps,ip_busbw_gbps,oop_algbw_gbyte_per_s,oop_busbw_gbyte_per_s,"
+            "ip_algbw_gbyte_per_s,ip_busbw_gbyte_per_s");
 }
