@@ -210,6 +210,7 @@ void read_nic(ConfigReader& nic, Scenario& s) {
   n.priority = static_cast<std::uint8_t>(nic.integer("priority", tcp ? 0 : 3, 0, 7));
   n.cnp_priority = static_cast<std::uint8_t>(nic.integer("cnp_priority", 6, 0, 7));
   n.ack_interval = static_cast<int>(nic.integer("ack_interval", 1, 1, 1 << 20));
+  n.out_of_order_placement = nic.boolean("out_of_order_placement", false);
   // NCCL's defaults (NCCL_IB_TIMEOUT=20, NCCL_IB_RETRY_CNT=7 since 2.23).
   n.ib_timeout = static_cast<int>(nic.integer("ib_timeout", 20, 0, 31));
   n.ib_retry_cnt = static_cast<int>(nic.integer("ib_retry_cnt", 7, 0, 7));

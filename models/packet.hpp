@@ -17,6 +17,10 @@ enum class PacketKind : std::uint8_t {
   kDma,    // data moving inside a server (PCIe, host memory) between GPU memory and a NIC
 };
 
+// A switch-local port index. 32 bits: a star of a million hosts has a million ports on its
+// one switch (16 bits misrouted every host past 65,535).
+using PortIndex = std::uint32_t;
+
 struct Packet {
   std::uint64_t message = 0;     // message / queue pair this packet belongs to
   std::uint32_t src = 0;         // source endpoint
@@ -24,7 +28,7 @@ struct Packet {
   std::uint32_t payload = 0;     // application bytes carried
   std::uint32_t wire_bytes = 0;  // bytes serialized: payload + all per-packet overhead
   std::uint32_t psn = 0;         // packet sequence number (or pause quanta)
-  std::uint16_t ingress = 0;     // switch-local ingress port, set on arrival at a switch
+  PortIndex ingress = 0;         // switch-local ingress port, set on arrival at a switch
   std::uint8_t priority = 0;     // 802.1p / traffic class 0..7 (7 served first)
   PacketKind kind = PacketKind::kData;
   std::uint8_t charge = 0;  // which switch buffer pool holds it (MMU bookkeeping)
@@ -37,7 +41,7 @@ struct Packet {
 // Something that accepts packets: `ingress` is the receiver's local port the packet came in on.
 class PacketSink {
  public:
-  virtual void receive(Packet* p, std::uint16_t ingress) = 0;
+  virtual void receive(Packet* p, PortIndex ingress) = 0;
 
  protected:
   ~PacketSink() = default;

@@ -78,7 +78,7 @@ class EgressPort {
 
   // Wiring: the receiving node, its local index for this link, and the port of the same cable
   // that sends the other way (PFC frames that arrive here pause that one).
-  void connect(PacketSink* far_end, std::uint16_t far_port) {
+  void connect(PacketSink* far_end, PortIndex far_port) {
     sink_ = far_end;
     far_port_ = far_port;
   }
@@ -112,7 +112,7 @@ class EgressPort {
   const std::deque<Packet*>& queue(std::uint8_t priority) const { return queues_[priority]; }
   EgressPort* reverse() const { return reverse_; }
   PacketSink* far_end() const { return sink_; }
-  std::uint16_t far_port() const { return far_port_; }
+  PortIndex far_port() const { return far_port_; }
 
  private:
   void start_transmission(Packet* p);
@@ -138,7 +138,7 @@ class EgressPort {
   std::string name_;
   PortConfig cfg_;
   PacketSink* sink_ = nullptr;
-  std::uint16_t far_port_ = 0;
+  PortIndex far_port_ = 0;
   EgressPort* reverse_ = nullptr;
   PortOwner* owner_ = nullptr;
   bool owner_pulls_ = false;

@@ -249,7 +249,7 @@ void RdmaNic::deliver_in_order(QueuePair& qp, std::uint32_t psn, Time finish) {
   if (last) log_.complete(seg.message, finish);
 }
 
-void RdmaNic::receive(Packet* p, std::uint16_t) {
+void RdmaNic::receive(Packet* p, PortIndex) {
   port_.reverse()->return_credit(p->priority, p->wire_bytes);  // consumed at once (IB credits)
   if (tcp()) {
     if (p->kind == PacketKind::kData) tcp_on_data(p);
@@ -277,6 +277,41 @@ void RdmaNic::receive(Packet* p, std::uint16_t) {
   pool_.release(p);
 }
 
+void RdmaNic::on_data_any_order(Packet* p) {
+  QueuePair& qp = qps_[p->message];
+  if (qp.out_of_order.size() < qp.packets) qp.out_of_order.resize(qp.packets);
+  if (p->psn < qp.expected || qp.out_of_order[p->psn]) {
+    if (qp.expected > 0) send_control(PacketKind::kAck, p->message, p->src, qp.expected - 1);
+    return;  // a duplicate: already placed
+  }
+  qp.out_of_order[p->psn] = true;
+  // Placement at the packet's own offset. The message completes when its last byte is in,
+  // whichever packet carried it (HostFabric and add_received count bytes, not positions).
+  const SegmentRef seg = segment_at(qp, p->psn);
+  const std::uint32_t payload = payload_of(seg, p->psn);
+  rx_bytes_.add(payload);
+  if (host_ != nullptr) {
+    host_->deliver(seg.message, p->psn - seg.first, payload, p->psn + 1 == seg.end);
+  } else {
+    log_.add_received(seg.message, Bytes(payload));
+    if (log_[seg.message].received == log_[seg.message].size)
+      log_.complete(seg.message, sim_.now());
+  }
+  const std::uint32_t before = qp.expected;
+  bool segment_done = false;
+  while (qp.expected < qp.packets && qp.out_of_order[qp.expected]) {
+    if (qp.expected + 1 == segment_at(qp, qp.expected).end) {
+      rx_messages_.add();
+      segment_done = true;
+    }
+    ++qp.expected;
+  }
+  if (qp.expected == before) return;
+  const auto interval = static_cast<std::uint32_t>(cfg_.ack_interval);
+  if (segment_done || qp.expected / interval != before / interval)
+    send_control(PacketKind::kAck, p->message, p->src, qp.expected - 1);
+}
+
 void RdmaNic::on_data(Packet* p) {
   QueuePair& qp = qps_[p->message];
   const Time now = sim_.now();
@@ -286,6 +321,10 @@ void RdmaNic::on_data(Packet* p) {
       cnps_sent_.add();
       send_control(PacketKind::kCnp, p->message, p->src, 0);
     }
+  }
+  if (cfg_.out_of_order_placement) {
+    on_data_any_order(p);
+    return;
   }
   if (p->psn == qp.expected) {
     ++qp.expected;
@@ -347,8 +386,11 @@ void RdmaNic::retry(std::uint64_t id, const char* why) {
     finish_sender(id);
     return;
   }
-  retransmitted_.add(qp.next_psn - qp.una);
-  qp.next_psn = qp.una;  // go-back-N
+  // Go-back-N from the first unacknowledged packet. A NAK can name a PSN beyond what this QP
+  // has (re)sent since an earlier go-back (it answers packets of the first pass), so una may
+  // exceed next_psn: nothing between them is resent, and the count never goes negative.
+  if (qp.next_psn > qp.una) retransmitted_.add(qp.next_psn - qp.una);
+  qp.next_psn = qp.una;
   qp.next_send = sim_.now();
   if (rto() != Time::max()) arm_rto(id, sim_.now() + rto());  // keeps an earlier pending one
   port_.kick();
@@ -572,7 +614,7 @@ void RdmaNic::tcp_timeout(std::uint64_t id) {
   QueuePair& qp = qps_[id];
   qp.ssthresh = std::max(2.0, qp.cwnd / 2);
   qp.cwnd = 1;
-  retransmitted_.add(qp.next_psn - qp.una);
+  if (qp.next_psn > qp.una) retransmitted_.add(qp.next_psn - qp.una);
   qp.next_psn = qp.una;
   qp.in_recovery = false;
   qp.dupacks = 0;

@@ -10,10 +10,15 @@
 // without progress fail the QP, as a real NIC completes with "transport retry counter exceeded"
 // (ibv_poll_cq status 12). Progress resets the count.
 // Receiver: accepts only the next expected PSN; the first out-of-order packet after an
-// in-order one triggers one NAK; every `ack_interval` in-order packets (and the last) are
-// ACKed; a CE-marked packet triggers a CNP (at the CNP priority) unless one was sent for that
-// QP less than min_time_between_cnps ago (the notification point).
-// DCQCN reaction point: the ConnectX ("Mellanox") variant the HPCC simulator implements
+// in-order one triggers one NAK (the IB responder's PSN sequence error, sent once until the
+// expected PSN arrives, so a reordered tail waits for the ACK timeout as on real RC QPs);
+// every `ack_interval` in-order packets (and the last) are ACKed. With out_of_order_placement
+// (ConnectX-7 class adaptive-routing support) the responder instead places every new packet
+// where it belongs whatever its order, a message completes once all its packets are in, and
+// the cumulative ACK names the last PSN of the contiguous prefix: no NAK for a gap; a CE-marked
+// packet triggers a CNP (at the CNP priority) unless one was sent for that QP less than
+// min_time_between_cnps ago (the notification point). DCQCN reaction point: the ConnectX
+// ("Mellanox") variant the HPCC simulator implements
 // (../shared/reference/protocols.md 1.2), parameters named as mlxconfig names them:
 //   first CNP: active, alpha = initial_alpha, RT = RC = rate_to_set_on_first_cnp or RC;
 //   every dce_tcp_rtt: alpha = (1-g) alpha + g if a CNP came in the window, else (1-g) alpha;
@@ -85,7 +90,8 @@ struct RdmaConfig {
   std::uint8_t priority = 3;
   std::uint8_t cnp_priority = 6;
   int ack_interval = 1;
-  int ib_timeout = 14;  // local ACK timeout exponent: 4.096 us x 2^ib_timeout
+  bool out_of_order_placement = false;  // RDMA: accept packets in any order (see above)
+  int ib_timeout = 14;                  // local ACK timeout exponent: 4.096 us x 2^ib_timeout
   int ib_retry_cnt = 7;
   // RDMA only: the NIC's own time per message from the doorbell to its first packet (WQE
   // fetch, DMA set-up), a latency: consecutive messages' processing overlaps, so it does not
@@ -204,7 +210,7 @@ class RdmaNic final : public PacketSink, public PortOwner {
   // connection (a QP of this NIC).
   void schedule_message(std::uint64_t id);
 
-  void receive(Packet* p, std::uint16_t ingress) override;
+  void receive(Packet* p, PortIndex ingress) override;
   Packet* pull(EgressPort& port) override;
   void set_host_side(HostSide* host) { host_ = host; }
   // One more packet's worth of message `id` has been copied into the NIC's reach.
@@ -246,6 +252,7 @@ class RdmaNic final : public PacketSink, public PortOwner {
   };
   SegmentRef segment_at(const QueuePair& qp, std::uint32_t psn) const;
   void deliver_in_order(QueuePair& qp, std::uint32_t psn, Time finish);
+  void on_data_any_order(Packet* p);
   void on_data(Packet* p);
   void tcp_on_data(Packet* p);
   void tcp_on_ack(std::uint64_t id, std::uint32_t cumulative, bool ece);

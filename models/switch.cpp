@@ -53,7 +53,7 @@ Time Switch::pause_time(std::size_t ingress) const {
   return tx_time(Bytes(64LL * cfg_.pause_quanta), ports_[ingress]->config().rate);
 }
 
-void Switch::receive(Packet* p, std::uint16_t ingress) {
+void Switch::receive(Packet* p, PortIndex ingress) {
   p->ingress = ingress;
   EgressPort& out = *ports_[forwarding_.egress(index_, *p)];
   IngressQueue& q = queues_[ingress * 8u + p->priority];

@@ -65,7 +65,7 @@ struct BufferConfig {
 // Picks the egress port of switch `switch_index` for a packet.
 class Forwarding {
  public:
-  virtual std::uint16_t egress(std::uint32_t switch_index, const Packet& p) = 0;
+  virtual PortIndex egress(std::uint32_t switch_index, const Packet& p) = 0;
 
  protected:
   ~Forwarding() = default;
@@ -83,7 +83,7 @@ class Switch final : public PacketSink, public PortOwner {
   std::size_t port_count() const { return ports_.size(); }
   const std::string& name() const { return name_; }
   std::uint32_t index() const { return index_; }
-  void receive(Packet* p, std::uint16_t ingress) override;
+  void receive(Packet* p, PortIndex ingress) override;
   void on_dequeue(EgressPort& port, Packet& p) override;
 
  private:

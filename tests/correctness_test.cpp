@@ -10,6 +10,7 @@
 #include "cli/nccl_tests.hpp"
 #include "cli/output.hpp"
 #include "loader/scenario.hpp"
+#include "sim/checked.hpp"
 #include "topologies/analysis.hpp"
 #include "topologies/communicator.hpp"
 
@@ -246,4 +247,94 @@ TEST(Correctness, MetricNamesSayTheirUnit) {
             "size,count,algorithm,protocol,channels,oop_time_us,oop_algbw_gbps,oop_busbw_gbps,"
             "ip_time_us,ip_algbw_gbps,ip_busbw_gbps,oop_algbw_gbyte_per_s,oop_busbw_gbyte_per_s,"
             "ip_algbw_gbyte_per_s,ip_busbw_gbyte_per_s");
+}
+
+TEST(Correctness, SprayedRdmaCompletesAsGoBackNOrWithPlacementInAnyOrder) {
+  // 32 hosts on 4 leaves, packets sprayed over the 8 spines: arrivals are reordered. A reliable
+  // connection (go-back-N) NAKs a gap once; a reordered tail (the last packets arriving before
+  // the one expected) is never NAKed again, so those QPs wait for the ACK timeout,
+  // 4.096 us x 2^20 = 4.295 s, as real RC QPs do, then finish. The retransmission count is
+  // what was resent (the bug subtracted past zero and printed multiples of 2^32). With
+  // out-of-order placement nothing is resent and every message ends within a millisecond.
+  const std::string text = R"(
+[fabric]
+kind = "leaf-spine"
+hosts = 32
+hosts_per_leaf = 8
+link_rate = "100Gbps"
+switch_ports = 16
+routing = "spray"
+[switch]
+pfc = true
+[traffic]
+pattern = "permutation"
+shift = 9
+message_size = "1MiB"
+messages = 4
+[simulation]
+stop_time = "10s"
+no_progress_timeout = "9s"
+)";
+  const auto run = [&](std::vector<std::string> set) {
+    const Scenario s = load_scenario_text(text, "t.toml", {.overrides = std::move(set)});
+    const BuiltCluster c(s);
+    return run_scenario(s, c);
+  };
+  const auto metric = [](const RunResult& r, const std::string& name) {
+    for (const auto& m : r.metrics)
+      if (m.name == name) return m.value;
+    ADD_FAILURE() << name;
+    return 0.0;
+  };
+  const RunResult gbn = run({});
+  EXPECT_EQ(gbn.status, "completed");
+  EXPECT_EQ(metric(gbn, "messages_completed"), 128);
+  const double timeout_us = 4.096 * (1 << 20);
+  EXPECT_GT(metric(gbn, "fct_max_us"), timeout_us);
+  EXPECT_LT(metric(gbn, "fct_max_us"), timeout_us + 20'000);
+  // At most every packet resent a few dozen times: 128 MiB is 32,768 packets of 4 KiB.
+  EXPECT_GT(metric(gbn, "retransmitted_packets"), 0);
+  EXPECT_LT(metric(gbn, "retransmitted_packets"), 32'768.0 * 64);
+  const RunResult any = run({"nic.out_of_order_placement=true"});
+  EXPECT_EQ(any.status, "completed");
+  EXPECT_EQ(metric(any, "messages_completed"), 128);
+  EXPECT_EQ(metric(any, "retransmitted_packets"), 0);
+  EXPECT_LT(metric(any, "fct_max_us"), 1000);
+}
+
+TEST(Correctness, MoreThan65536HostsOnOneSwitchRouteToTheirOwnPorts) {
+  // A star of 65,540 hosts, host i sending 64 B to host i + 65,536 (mod 65,540). Host 65,536 + k
+  // sits on switch port 65,536 + k, which a 16-bit port index wrapped to port k: its message
+  // went to host k, which then counted two while the run said "completed". Every host must
+  // receive exactly one message.
+  const Scenario s = load_scenario_text(R"(
+[fabric]
+kind = "star"
+hosts = 65540
+link_rate = "100Gbps"
+[switch]
+buffer = "1GiB"
+[traffic]
+pattern = "permutation"
+shift = 65536
+message_size = "64B"
+)",
+                                        "t.toml");
+  const BuiltCluster c(s);
+  EXPECT_EQ(c.routing.endpoint_port(65'539), 65'539u);
+  const RunResult r = run_scenario(s, c);
+  EXPECT_EQ(r.status, "completed");
+  std::size_t hosts = 0;
+  for (const auto& [name, value] : r.counters)
+    if (name.ends_with(".rx_messages")) {
+      ++hosts;
+      EXPECT_EQ(value, 1u) << name;
+    }
+  EXPECT_EQ(hosts, 65'540u);
+}
+
+TEST(Correctness, NarrowingAnIndexThatDoesNotFitThrows) {
+  EXPECT_EQ(checked_narrow<std::uint16_t>(65'535, "port"), 65'535);
+  EXPECT_THROW(checked_narrow<std::uint16_t>(65'536, "port"), std::length_error);
+  EXPECT_THROW(checked_narrow<std::uint32_t>(-1, "index"), std::length_error);
 }

@@ -141,7 +141,7 @@ namespace {
 struct Collect final : PacketSink {
   std::vector<std::uint8_t> priorities;
   Pool<Packet>* pool = nullptr;
-  void receive(Packet* p, std::uint16_t) override {
+  void receive(Packet* p, PortIndex) override {
     priorities.push_back(p->priority);
     pool->release(p);
   }

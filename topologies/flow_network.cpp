@@ -292,7 +292,7 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
     const std::uint64_t flow =
         params_.path_selection == PathSelection::kSpray ? 0 : std::uint64_t{m.connection} << 1;
     for (int guard = 0; guard < 64; ++guard) {
-      const std::uint16_t p = routing_.select(s, m.dst, flow, params_.path_selection);
+      const PortIndex p = routing_.select(s, m.dst, flow, params_.path_selection);
       const auto& port = routing_.ports(s)[p];
       r.resources.push_back(port_res_.at({s, p}));
       r.latency += g[port.edge].latency;

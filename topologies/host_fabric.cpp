@@ -302,7 +302,7 @@ void HostFabric::deliver(std::uint64_t id, std::uint32_t psn, std::uint32_t payl
   routes_[p->route].hops.front()->enqueue(p);
 }
 
-void HostFabric::receive(Packet* p, std::uint16_t) {
+void HostFabric::receive(Packet* p, PortIndex) {
   const Route& r = routes_[p->route];
   if (++p->hop < r.hops.size()) {
     r.hops[p->hop]->enqueue(p);

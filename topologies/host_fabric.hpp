@@ -82,7 +82,7 @@ class HostFabric final : public HostSide, public PacketSink, public PortOwner {
   void fetch(std::uint64_t id) override;
   void deliver(std::uint64_t id, std::uint32_t psn, std::uint32_t payload, bool last) override;
   bool transfer_local(std::uint64_t id) override;
-  void receive(Packet* p, std::uint16_t ingress) override;
+  void receive(Packet* p, PortIndex ingress) override;
   Packet* pull(EgressPort& port) override;
   // The in-server route names of endpoint `nic` (source side, destination side), for tests.
   std::vector<std::string> route_names(std::size_t nic, bool source) const;

@@ -43,7 +43,7 @@ std::optional<std::string> FabricMonitor::find_pause_cycle() const {
     const EgressPort& port = net_.network_switch(nodes[n].sw).port(nodes[n].port);
     const auto* down = dynamic_cast<const Switch*>(port.far_end());
     if (down == nullptr) continue;
-    const std::uint16_t ingress = port.far_port();
+    const PortIndex ingress = port.far_port();
     for (std::size_t e = 0; e < down->port_count(); ++e) {
       const auto it = id.find({down->index(), e, nodes[n].prio});
       if (it == id.end()) continue;

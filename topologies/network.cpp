@@ -29,7 +29,7 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
                                               g[topo.endpoints()[e]].name, params.nic, port));
   }
   // Both directions of every cable: (switch, port) at each end, keyed by the link's properties.
-  std::map<const LinkInfo*, std::vector<std::pair<std::size_t, std::uint16_t>>> ends;
+  std::map<const LinkInfo*, std::vector<std::pair<std::size_t, PortIndex>>> ends;
   for (std::size_t s = 0; s < routing.switch_count(); ++s) {
     for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
       const auto& port = routing.ports(s)[p];
@@ -44,7 +44,7 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
            .vl_credits = params.buffer.vl_credits,
            .strict = params.buffer.strict,
            .dwrr_weight = params.buffer.dwrr_weight});
-      ends[&link].emplace_back(s, static_cast<std::uint16_t>(p));
+      ends[&link].emplace_back(s, static_cast<PortIndex>(p));
     }
   }
   for (auto& sw : switches_) sw->seal();
@@ -69,14 +69,14 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
         RdmaNic& nic = *nics_[endpoint_of_vertex[port.peer]];
         out.connect(&nic, 0);
         out.set_reverse(&nic.port());
-        nic.port().connect(switches_[s].get(), static_cast<std::uint16_t>(p));
+        nic.port().connect(switches_[s].get(), static_cast<PortIndex>(p));
         nic.port().set_reverse(&out);
       }
     }
   }
 }
 
-std::uint16_t PacketNetwork::egress(std::uint32_t switch_index, const Packet& p) {
+PortIndex PacketNetwork::egress(std::uint32_t switch_index, const Packet& p) {
   // Flow identity: the message (queue pair) and direction; control packets follow their QP.
   const std::uint64_t flow = params_.path_selection == PathSelection::kSpray
                                  ? spray_counter_++

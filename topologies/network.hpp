@@ -56,7 +56,7 @@ class PacketNetwork final : public Forwarding, public TransferPort {
   const Routing& routing() const { return routing_; }
   const HostFabric* host_fabric() const { return host_.get(); }
 
-  std::uint16_t egress(std::uint32_t switch_index, const Packet& p) override;
+  PortIndex egress(std::uint32_t switch_index, const Packet& p) override;
 
  private:
   const Routing& routing_;

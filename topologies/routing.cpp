@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 
+#include "sim/checked.hpp"
+
 namespace fabricsim {
 
 namespace {
@@ -36,8 +38,15 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
     for (auto [it, end] = boost::out_edges(r.switch_vertex_[s], g); it != end; ++it)
       if (g[*it].kind == LinkKind::kNetwork) r.ports_[s].push_back({*it, boost::target(*it, g)});
 
-  // Endpoints: exactly one network link, to a switch.
-  std::map<Vertex, std::uint16_t> port_of_peer;
+  // Endpoints: exactly one network link, to a switch. The switch-side port of every
+  // endpoint, found in one pass over the switches' ports (searching each switch's port list
+  // per endpoint was quadratic on a star: 262k hosts took 117 s).
+  std::vector<PortIndex> port_to_endpoint(boost::num_vertices(g),
+                                          std::numeric_limits<PortIndex>::max());
+  for (std::size_t s = 0; s < S; ++s)
+    for (std::size_t p = 0; p < r.ports_[s].size(); ++p)
+      if (index_of[r.ports_[s][p].peer] < 0)
+        port_to_endpoint[r.ports_[s][p].peer] = checked_narrow<PortIndex>(p, "switch port index");
   r.leaf_of_switch_.assign(S, -1);
   for (const Vertex ep : topo.endpoints()) {
     bool found = false;
@@ -45,12 +54,8 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
       if (g[*it].kind != LinkKind::kNetwork) continue;
       const Vertex sw = boost::target(*it, g);
       const auto s = static_cast<std::size_t>(index_of[sw]);
-      const auto& ports = r.ports_[s];
-      const Edge link = *it;
-      const auto p =
-          std::find_if(ports.begin(), ports.end(), [&](const Port& q) { return q.edge == link; });
-      r.endpoint_switch_.push_back(static_cast<std::uint32_t>(s));
-      r.endpoint_port_.push_back(static_cast<std::uint16_t>(p - ports.begin()));
+      r.endpoint_switch_.push_back(checked_narrow<std::uint32_t>(s, "switch index"));
+      r.endpoint_port_.push_back(port_to_endpoint[ep]);
       r.endpoint_link_.push_back(*it);
       if (r.leaf_of_switch_[s] < 0) r.leaf_of_switch_[s] = static_cast<std::int32_t>(r.leaves_++);
       found = true;
@@ -64,8 +69,9 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
   r.table_.assign(S * L, 0);
   r.distance_.assign(S * L, kUnreachable);
   r.group_start_ = {0};
-  std::map<std::vector<std::uint16_t>, std::uint32_t> groups;
-  std::vector<std::uint16_t> dist(S), hops;
+  std::map<std::vector<PortIndex>, std::uint32_t> groups;
+  std::vector<std::uint16_t> dist(S);
+  std::vector<PortIndex> hops;
   std::deque<std::size_t> queue;
   for (std::size_t d = 0; d < S; ++d) {
     if (r.leaf_of_switch_[d] < 0) continue;
@@ -79,7 +85,7 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
       for (const Port& p : r.ports_[s]) {
         const std::int32_t t = index_of[p.peer];
         if (t >= 0 && dist[t] == kUnreachable) {
-          dist[t] = static_cast<std::uint16_t>(dist[s] + 1);
+          dist[t] = checked_narrow<std::uint16_t>(dist[s] + 1, "switch hop count");
           queue.push_back(static_cast<std::size_t>(t));
         }
       }
@@ -90,7 +96,7 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
       hops.clear();
       for (std::size_t p = 0; p < r.ports_[s].size(); ++p) {
         const std::int32_t t = index_of[r.ports_[s][p].peer];
-        if (t >= 0 && dist[t] + 1 == dist[s]) hops.push_back(static_cast<std::uint16_t>(p));
+        if (t >= 0 && dist[t] + 1 == dist[s]) hops.push_back(static_cast<PortIndex>(p));
       }
       auto [it, inserted] = groups.try_emplace(hops, static_cast<std::uint32_t>(groups.size()));
       if (inserted) {
@@ -111,15 +117,15 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
   return r;
 }
 
-std::span<const std::uint16_t> Routing::next_hops(std::size_t s, std::size_t dst) const {
+std::span<const PortIndex> Routing::next_hops(std::size_t s, std::size_t dst) const {
   if (endpoint_switch_[dst] == s) return {&endpoint_port_[dst], 1};
   const std::size_t leaf = static_cast<std::size_t>(leaf_of_switch_[endpoint_switch_[dst]]);
   const std::uint32_t g = table_[s * leaves_ + leaf];
   return {group_ports_.data() + group_start_[g], group_start_[g + 1] - group_start_[g]};
 }
 
-std::uint16_t Routing::select(std::size_t s, std::size_t dst, std::uint64_t flow,
-                              PathSelection mode) const {
+PortIndex Routing::select(std::size_t s, std::size_t dst, std::uint64_t flow,
+                          PathSelection mode) const {
   const auto hops = next_hops(s, dst);
   if (hops.size() == 1) return hops[0];
   std::uint64_t pick;

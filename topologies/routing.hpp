@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "models/packet.hpp"
 #include "topologies/fabric.hpp"
 
 namespace fabricsim {
@@ -41,13 +42,12 @@ class Routing {
   // Switch-local ports in port order (the order links were built).
   const std::vector<Port>& ports(std::size_t s) const { return ports_[s]; }
   std::size_t endpoint_switch(std::size_t endpoint) const { return endpoint_switch_[endpoint]; }
-  std::uint16_t endpoint_port(std::size_t endpoint) const { return endpoint_port_[endpoint]; }
+  PortIndex endpoint_port(std::size_t endpoint) const { return endpoint_port_[endpoint]; }
   Edge endpoint_link(std::size_t endpoint) const { return endpoint_link_[endpoint]; }
 
   // Equal-cost next-hop ports of switch s towards endpoint dst.
-  std::span<const std::uint16_t> next_hops(std::size_t s, std::size_t dst) const;
-  std::uint16_t select(std::size_t s, std::size_t dst, std::uint64_t flow,
-                       PathSelection mode) const;
+  std::span<const PortIndex> next_hops(std::size_t s, std::size_t dst) const;
+  PortIndex select(std::size_t s, std::size_t dst, std::uint64_t flow, PathSelection mode) const;
   // Switch-to-switch hops between the leaves of two endpoints (0 on the same leaf).
   int switch_distance(std::size_t src, std::size_t dst) const;
   // The links a flow crosses from endpoint src to endpoint dst.
@@ -59,14 +59,14 @@ class Routing {
   std::vector<Vertex> switch_vertex_;
   std::vector<std::vector<Port>> ports_;
   std::vector<std::uint32_t> endpoint_switch_;
-  std::vector<std::uint16_t> endpoint_port_;
+  std::vector<PortIndex> endpoint_port_;
   std::vector<Edge> endpoint_link_;
   std::vector<std::int32_t> switch_index_;    // [vertex] -> switch index, -1 if not a switch
   std::vector<std::int32_t> leaf_of_switch_;  // leaf index of a switch, -1 if none
   std::vector<std::uint32_t> table_;          // [switch * leaves + leaf] -> group
   std::vector<std::uint16_t> distance_;       // [switch * leaves + leaf] -> hops
   std::vector<std::uint32_t> group_start_;    // groups: ports_flat_[start[g] .. start[g+1])
-  std::vector<std::uint16_t> group_ports_;
+  std::vector<PortIndex> group_ports_;
   std::size_t leaves_ = 0;
   std::uint64_t seed_ = 0;
 };
