@@ -338,3 +338,35 @@ TEST(Correctness, NarrowingAnIndexThatDoesNotFitThrows) {
   EXPECT_THROW(checked_narrow<std::uint16_t>(65'536, "port"), std::length_error);
   EXPECT_THROW(checked_narrow<std::uint32_t>(-1, "index"), std::length_error);
 }
+
+TEST(Correctness, InfiniBandCreditsNeverOversubscribeTheSwitchBuffer) {
+  // 7 hosts incast into one over an 8-port InfiniBand switch of 1 MiB with vl_buffer 256 KiB.
+  // The switch can set aside at most 1 MiB / (8 ports x 2 VLs) = 64 KiB per (port, VL), so the
+  // queue towards host 0 holds at most 7 x 64 KiB = 448 KiB (the bug honoured 256 KiB each:
+  // 2.06 MB queued on a 1 MiB buffer). The bottleneck link still runs full.
+  const Scenario s = load_scenario_text(R"(
+[fabric]
+kind = "star"
+hosts = 8
+link_rate = "100Gbps"
+technology = "infiniband"
+[switch]
+buffer = "1MiB"
+vl_buffer = "256KiB"
+[traffic]
+pattern = "incast"
+message_size = "4MiB"
+)",
+                                        "t.toml");
+  const BuiltCluster c(s);
+  const RunResult r = run_scenario(s, c);
+  ASSERT_EQ(r.status, "completed");
+  double peak = 0, goodput = 0;
+  for (const auto& m : r.metrics) {
+    if (m.name == "peak_switch_queue_bytes") peak = m.value;
+    if (m.name == "aggregate_goodput_gbps") goodput = m.value;
+  }
+  EXPECT_LE(peak, 7 * 64 * 1024.0);
+  EXPECT_GT(peak, 5 * 64 * 1024.0);
+  EXPECT_GT(goodput, 95);
+}

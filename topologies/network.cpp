@@ -16,6 +16,20 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
     switches_.push_back(std::make_unique<Switch>(
         sim, pool_, g[v].name, static_cast<std::uint32_t>(s), *this, params.buffer));
   }
+  // InfiniBand: the credits an upstream port holds are the receive buffer its far end set aside
+  // for that (port, VL). A switch carves its one buffer into those receive buffers, so it can
+  // promise at most buffer / (ports x VLs in use) each: with vl_buffer 256 KiB on a 1 MiB,
+  // 8-port switch every (port, VL) gets 64 KiB, and the switch never holds more than its
+  // buffer. VLs in use: the NICs' data priority and their CNP priority. A NIC's own receive
+  // buffer (host memory) is vl_buffer.
+  const int vls = params.nic.priority == params.nic.cnp_priority ? 1 : 2;
+  std::vector<Bytes> receive_buffer(routing.switch_count(), params.buffer.vl_credits);
+  if (params.buffer.vl_credits > Bytes(0))
+    for (std::size_t s = 0; s < routing.switch_count(); ++s) {
+      const auto slots = static_cast<Bytes::rep>(routing.ports(s).size()) * vls;
+      receive_buffer[s] = std::min(params.buffer.vl_credits, Bytes(params.buffer.buffer.count() /
+                                                                   std::max<Bytes::rep>(1, slots)));
+    }
   std::vector<std::int32_t> endpoint_of_vertex(boost::num_vertices(g), -1);
   for (std::size_t e = 0; e < routing.endpoint_count(); ++e) {
     endpoint_of_vertex[topo.endpoints()[e]] = static_cast<std::int32_t>(e);
@@ -23,7 +37,7 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
     const PortConfig port{.rate = link.rate,
                           .latency = link.latency + params.switch_latency,
                           .lossless = lossless,
-                          .vl_credits = params.buffer.vl_credits};
+                          .vl_credits = receive_buffer[routing.endpoint_switch(e)]};
     nics_.push_back(std::make_unique<RdmaNic>(sim, pool_, messages_, qps_, errors_,
                                               static_cast<std::uint32_t>(e),
                                               g[topo.endpoints()[e]].name, params.nic, port));
@@ -41,7 +55,8 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
            .lossless = lossless,
            .watchdog = params.buffer.pfc_watchdog,
            .watchdog_drop = params.buffer.pfc_watchdog_drop,
-           .vl_credits = params.buffer.vl_credits,
+           .vl_credits = peer_switch >= 0 ? receive_buffer[static_cast<std::size_t>(peer_switch)]
+                                          : params.buffer.vl_credits,
            .strict = params.buffer.strict,
            .dwrr_weight = params.buffer.dwrr_weight});
       ends[&link].emplace_back(s, static_cast<PortIndex>(p));
