@@ -82,6 +82,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
   options.ranks = procs * per_proc;
   options.server_order = scenario.nccl.server_order;
   options.cross_nic = scenario.nccl.cross_nic;
+  options.channels_per_net_peer = scenario.nccl.channels_per_net_peer;
   options.server_list = scenario.nccl.server_list;
   options.channel_gbs = static_cast<double>(scenario.gpu.nvlink_channel.bps()) / 8e9;
   const CommLayout layout = build_communicator(cluster.topology, cluster.routing, options);

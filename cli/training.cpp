@@ -33,6 +33,7 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   CommunicatorOptions base;
   base.server_order = s.nccl.server_order;
   base.cross_nic = s.nccl.cross_nic;
+  base.channels_per_net_peer = s.nccl.channels_per_net_peer;
   base.server_list = s.nccl.server_list;
   base.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
   const int stages = std::max(1, spec.pipeline_stages);

@@ -332,6 +332,7 @@ void read_nccl(ConfigReader& r, Scenario& s) {
     r.error("NCCL_MIN_NCHANNELS",
             fmt::format("must not exceed NCCL_MAX_NCHANNELS ({})", c.max_channels));
   c.cross_nic = static_cast<int>(r.integer("NCCL_CROSS_NIC", 2, 0, 2));
+  c.channels_per_net_peer = static_cast<int>(r.integer("NCCL_NCHANNELS_PER_NET_PEER", 0, 0, 64));
   s.network.host.pxn = r.integer("NCCL_PXN_DISABLE", 0, 0, 1) == 0;
   if (r.has("NCCL_NET_GDR_LEVEL")) {
     const std::string level =

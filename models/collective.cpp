@@ -275,23 +275,29 @@ class CollectiveEngine::Builder {
     ops_[s].push_back(static_cast<std::uint32_t>(run_.ops.size() - 1));
   }
 
-  // SendRecv: rank r sends S to r+1. AllToAll: S/n from every rank to every other. (A single
-  // rank always runs streamed: see launch.)
+  // SendRecv: rank r sends S to r+1. AllToAll: S/n from every rank to every other. Each
+  // pair's bytes are split over the layout's p2p channels per peer (`channels_` of them,
+  // share() as for collectives), each channel a thread block at both ends and its own
+  // connection (p2p channel ch is connection channel -1 - ch). (A single rank always runs
+  // streamed: see launch.)
   void point_to_point(const CollectiveRequest& req) {
     const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
     const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
-    for (const auto& [a, b] : pairs(req)) {
-      const std::uint32_t s = stream(a), r = stream(b);
-      const std::uint32_t k = conn(-1, a, b, 0, s, r);
-      const std::uint64_t chunk = run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther;
-      std::uint64_t offset = 0;
-      do {
-        const std::uint64_t part = std::min(chunk, per_pair - offset);
-        op(s, {}, {k}, part, false);
-        op(r, {k}, {}, part, false);
-        offset += part;
-      } while (offset < per_pair);
-    }
+    for (const auto& [a, b] : pairs(req))
+      for (int ch = 0; ch < channels_; ++ch) {
+        const std::uint64_t bytes = share(per_pair, ch);
+        if (bytes == 0 && ch > 0) continue;
+        const std::uint32_t s = stream(a), r = stream(b);
+        const std::uint32_t k = conn(-1 - ch, a, b, 0, s, r);
+        const std::uint64_t chunk = run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther;
+        std::uint64_t offset = 0;
+        do {
+          const std::uint64_t part = std::min(chunk, bytes - offset);
+          op(s, {}, {k}, part, false);
+          op(r, {k}, {}, part, false);
+          offset += part;
+        } while (offset < bytes);
+      }
     commit();
   }
 
@@ -462,16 +468,20 @@ class CollectiveEngine::Builder {
       std::vector<std::uint32_t> members;
       double cap = HUGE_VAL, tail = 0;
       const std::uint32_t sender = all[i].first;
-      for (; i < all.size() && all[i].first == sender; ++i) {
-        const std::uint32_t k = conn(-1, sender, all[i].second, 0, sender, all[i].second);
-        const std::uint64_t chunk = std::max<std::uint64_t>(
-            1, std::min(per_pair, run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther));
-        const double op = op_seconds(run_.conns[k], chunk, false);
-        cap = std::min(cap, static_cast<double>(chunk) / op);
-        tail = std::max(tail, hop_seconds(run_.conns[k], chunk, false) + op);
-        members.push_back(k);
-      }
-      pipeline(members, per_pair, cap, 0, tail);
+      // Each pair over the p2p channels per peer: one member per (pair, channel), each moving
+      // its share at up to one block's rate.
+      const std::uint64_t bytes = std::max<std::uint64_t>(1, share(per_pair, 0));
+      for (; i < all.size() && all[i].first == sender; ++i)
+        for (int ch = 0; ch < channels_; ++ch) {
+          const std::uint32_t k = conn(-1 - ch, sender, all[i].second, 0, sender, all[i].second);
+          const std::uint64_t chunk = std::max<std::uint64_t>(
+              1, std::min(bytes, run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther));
+          const double op = op_seconds(run_.conns[k], chunk, false);
+          cap = std::min(cap, static_cast<double>(chunk) / op);
+          tail = std::max(tail, hop_seconds(run_.conns[k], chunk, false) + op);
+          members.push_back(k);
+        }
+      pipeline(members, bytes, cap, 0, tail);
     }
   }
 
@@ -567,7 +577,9 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
   r.proto =
       req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv ? Proto::kSimple : choice.proto;
   r.tuner_us = choice.predicted_us;
-  r.channels = channels_for_size(channels(comm), r.proto, req.bytes);
+  const bool p2p = req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv;
+  r.channels = p2p ? comms_[comm].layout.p2p_channels
+                   : channels_for_size(channels(comm), r.proto, req.bytes);
   r.start = at;
   const auto n = comms_[comm].layout.ranks.size();
   r.rank_finish.assign(n, at);

@@ -83,6 +83,9 @@ struct CommLayout {
   LinkClass intra_link = LinkClass::kNvLink;  // between GPUs of a server (PCIe without NVLink)
   double bw_intra_gbs = 20;                   // per channel, for the tuner (NCCL's graph bwIntra)
   double bw_inter_gbs = 12;                   // per channel, for the tuner (NCCL's graph bwInter)
+  // Channels a point-to-point transfer to one peer is split over (NCCL's
+  // p2pnChannelsPerPeer), each its own thread block and connection.
+  int p2p_channels = 1;
 };
 
 // What the engine needs of a fabric backend (packet level now, flow level later).

@@ -104,6 +104,7 @@ struct NcclConfig {
   int max_channels = 0;           // NCCL_MAX_NCHANNELS (0: NCCL's choice)
   std::string topo_file;          // NCCL_TOPO_FILE ("" when unset)
   int cross_nic = 2;              // NCCL_CROSS_NIC (search.cc NCCL_PARAM default 2)
+  int channels_per_net_peer = 0;  // NCCL_NCHANNELS_PER_NET_PEER (0: unset, NCCL's rule)
   // Inter-server order of the ranks: "hostfile" (server index order, as the launcher places
   // ranks), "leaf" (servers under one leaf adjacent), or an explicit server list.
   std::string server_order = "hostfile";

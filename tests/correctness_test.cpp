@@ -370,3 +370,55 @@ message_size = "4MiB"
   EXPECT_GT(peak, 5 * 64 * 1024.0);
   EXPECT_GT(goodput, 95);
 }
+
+TEST(Correctness, SendRecvUsesNcclsP2pChannelsAndReachesTheNvlinkRate) {
+  // One DGX A100: NCCL gives a peer over NVSwitch 2 x 12 links = 24 channels, rounded up to 32
+  // and capped at the communicator's 16 channels rounded up (16). sendrecv_perf then moves
+  // 16 blocks' worth (16 x 20 GB/s) and is bounded by NVLink: 12 x 25 GB/s of which
+  // 256 / 272 is payload, 282 GB/s. The bug ran one block: 17.7 GB/s.
+  const Scenario s = load_scenario_text(R"(
+[server]
+preset = "dgx-a100"
+count = 1
+[fabric]
+kind = "star"
+link_rate = "200Gbps"
+)",
+                                        "t.toml");
+  const BuiltCluster c(s);
+  CommunicatorOptions o;
+  o.channel_gbs = 20;
+  EXPECT_EQ(build_communicator(c.topology, c.routing, o).p2p_channels, 16);
+  NcclTestsArgs a;
+  a.op = CollOp::kSendRecv;
+  a.binary = "sendrecv_perf";
+  a.min_bytes = a.max_bytes = 1 << 30;
+  for (const char* fidelity : {"packet", "flow"}) {
+    const Scenario f =
+        load_scenario_text(R"(
+[server]
+preset = "dgx-a100"
+count = 1
+[fabric]
+kind = "star"
+link_rate = "200Gbps"
+)",
+                           "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
+    const NcclTestsResult r = run_nccl_tests(f, c, a);
+    ASSERT_EQ(r.rows.size(), 1u);
+    const double nvlink_payload = 300 * 256.0 / 272;
+    EXPECT_GT(r.rows[0].busbw[0], 0.9 * nvlink_payload) << fidelity;
+    EXPECT_LE(r.rows[0].busbw[0], nvlink_payload * 1.001) << fidelity;
+    EXPECT_EQ(r.rows[0].channels, 16);
+  }
+  // Two DGX H100 across NDR: the network peers set it, max(1 NIC, ceil(50 / 14)) = 4; 16 ranks
+  // need ceil(16 / 8) = 2 rounds, 4 x 2 <= 16 p2p channels, so 4 stays. NCCL_NCHANNELS_PER_NET_PEER
+  // overrides the network term.
+  const Scenario h = load_scenario_text(two_h100(), "t.toml");
+  const BuiltCluster ch(h);
+  CommunicatorOptions oh;
+  oh.channel_gbs = 20.6;
+  EXPECT_EQ(build_communicator(ch.topology, ch.routing, oh).p2p_channels, 4);
+  oh.channels_per_net_peer = 2;
+  EXPECT_EQ(build_communicator(ch.topology, ch.routing, oh).p2p_channels, 2);
+}

@@ -1,5 +1,7 @@
 #include "topologies/communicator.hpp"
 
+#include "topologies/host_fabric.hpp"
+
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
@@ -186,6 +188,66 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
     nic_gbs += static_cast<double>(g[routing.endpoint_link(e)].rate.bps()) / 8e9;
   layout.bw_intra_gbs = nvlink_gbs > 0 ? opt.channel_gbs : 12;
   layout.bw_inter_gbs = nic_gbs / channels;
+
+  // Point-to-point channels per peer, as NCCL computes them (src/graph/paths.cc
+  // ncclTopoGetNchannels, ncclTopoComputeP2pChannels; init.cc takes the minimum over ranks):
+  //   a peer over NVLink: 2 x (NVLink links on the path; NCCL's path bandwidth over one
+  //   link's); over PCIe: 2; over the network: NCCL_NCHANNELS_PER_NET_PEER, else
+  //   max(local NICs, ceil(their GB/s / NCCL_P2P_PER_CHANNEL_NET_BW = 14));
+  // the minimum over every (rank, peer), rounded up to a power of two, at most p2pnChannels
+  // (the channel count rounded up to a power of two). Across servers, unless the user set
+  // the per-net-peer count, halved while it x ceil(ranks / 8 peers per work batch) exceeds
+  // p2pnChannels (NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8), so all peers fit one round.
+  {
+    const auto pow2_up = [](int v) {
+      int p = 1;
+      while (p < v) p <<= 1;
+      return p;
+    };
+    int per_peer = 64;
+    for (std::uint32_t a = 0; a < layout.ranks.size() && !rank_vertex.empty(); ++a) {
+      const Vertex ga = rank_vertex[a];
+      int nvlinks = 0;
+      for (auto [e, end] = boost::out_edges(ga, g); e != end; ++e)
+        if (g[*e].kind == LinkKind::kNvLink) nvlinks += g[*e].lanes;
+      for (std::uint32_t b = 0; b < layout.ranks.size(); ++b) {
+        if (a == b) continue;
+        if (layout.ranks[a].server == layout.ranks[b].server) {
+          // Through NVSwitches every pair gets all of the GPU's links; else the direct ones.
+          int links = 0;
+          if (const auto direct = boost::edge(ga, rank_vertex[b], g); direct.second)
+            links = g[direct.first].lanes;
+          else if (nvlink_connected(g, ga, rank_vertex[b]))
+            links = nvlinks;
+          per_peer = std::min(per_peer, links > 0 ? 2 * links : 2);
+        } else {
+          int net = opt.channels_per_net_peer;
+          if (net <= 0) {
+            double gbs = 0;
+            int count = 0;
+            for (const auto& [e, hops] : nic_distance[a])
+              if (hops == nic_distance[a].at(layout.ranks[a].nic)) {
+                ++count;
+                gbs += static_cast<double>(g[routing.endpoint_link(e)].rate.bps()) / 8e9;
+              }
+            net = std::max(count, static_cast<int>(std::ceil(gbs / 14)));
+          }
+          per_peer = std::min(per_peer, net);
+        }
+      }
+    }
+    if (rank_vertex.empty())
+      per_peer = opt.channels_per_net_peer > 0 ? opt.channels_per_net_peer : 2;
+    per_peer = pow2_up(std::max(1, per_peer));
+    const int p2p_channels = pow2_up(channels);
+    if (layout.servers > 1 && opt.channels_per_net_peer <= 0) {
+      const int rounds = static_cast<int>((layout.ranks.size() + 7) / 8);
+      while (per_peer * rounds > p2p_channels && per_peer > 1) per_peer /= 2;
+    } else {
+      per_peer = std::min(per_peer, p2p_channels);
+    }
+    layout.p2p_channels = per_peer;
+  }
 
   const auto n = layout.ranks.size();
   for (int c = 0; c < channels; ++c) {

@@ -39,6 +39,7 @@ struct CommunicatorOptions {
   // through another; 2 (NCCL's default, search.cc NCCL_PARAM(CrossNic, .., 2)) as 0 when that
   // finds full-bandwidth rings, which it does on every server this model builds.
   int cross_nic = 2;
+  int channels_per_net_peer = 0;  // NCCL_NCHANNELS_PER_NET_PEER (0: NCCL's rule)
 };
 
 // Throws std::invalid_argument when the ranks or the server list do not fit the cluster.
