@@ -22,6 +22,17 @@
 namespace fabricsim {
 namespace {
 
+// What `run` and `compare` simulate for a scenario: its training step or its traffic.
+RunFn run_function(const Scenario& s) {
+  if (s.has_workload)
+    return [](const Scenario& sc, const BuiltCluster& c) { return run_training(sc, c); };
+  return [](const Scenario& sc, const BuiltCluster& c) { return run_scenario(sc, c); };
+}
+
+}  // namespace
+
+namespace {
+
 // `--fidelity F` as the scenario override it stands for.
 std::string fidelity_override(const std::string& fidelity) {
   return fmt::format("fidelity=\"{}\"", fidelity);
@@ -295,6 +306,11 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   run->add_option("--trace", trace_file,
                   "With a [workload]: write the step timeline as a Chrome/Perfetto trace (JSON)");
   run->add_flag("--no-sweep", no_sweep, "Run the scenario itself, ignoring its [sweep]");
+  int run_seeds_count = 0;
+  run->add_option("--seeds", run_seeds_count,
+                  "Run N seeds from the scenario's (seed, seed+1, ...) and report each metric's "
+                  "mean, min and max (default: simulation.seeds)")
+      ->check(CLI::Range(1, 1000));
 
   ScenarioArgs check_args;
   bool resolved = false;
@@ -326,6 +342,12 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
                 "packet or flow for every scenario");
   std::string compare_html;
   compare->add_option("--html", compare_html, "Also write the comparison as an HTML report");
+  int compare_seeds = 0;
+  compare
+      ->add_option("--seeds", compare_seeds,
+                   "Run each scenario with N seeds; the table shows means (default: each "
+                   "scenario's simulation.seeds)")
+      ->check(CLI::Range(1, 1000));
 
   // calibrate, validate, diagnose: one set of arguments (only one subcommand runs).
   CalibrationCli measured;
@@ -404,6 +426,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       std::vector<Scenario> scenarios;
       for (const auto& f : compare_files) scenarios.push_back(load_scenario(f, options));
       std::vector<RunResult> results;
+      std::vector<std::string> spread_notes;
       for (std::size_t i = 0; i < scenarios.size(); ++i) {
         const Scenario& sc = scenarios[i];
         if (!sc.has_traffic && !sc.has_workload) {
@@ -413,10 +436,21 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
         }
         err << fmt::format("  running {} ({}/{})\n", sc.name, i + 1, scenarios.size())
             << std::flush;
+        const int count = compare_seeds > 0 ? compare_seeds : sc.simulation.seeds;
+        if (count > 1) {
+          const SeedsResult sr = run_seeds(sc, count, run_function(sc));
+          results.push_back(sr.mean_run());
+          for (const auto& w : sr.warnings) spread_notes.push_back(sc.name + ": " + w);
+          continue;
+        }
         const BuiltCluster cluster(sc);
-        results.push_back(sc.has_workload ? run_training(sc, cluster) : run_scenario(sc, cluster));
+        results.push_back(run_function(sc)(sc, cluster));
       }
       out << compare_report(scenarios, results);
+      if (!spread_notes.empty()) {
+        out << "(values over several seeds are means)\n";
+        for (const auto& n : spread_notes) out << "warning: " << n << '\n';
+      }
       if (!compare_html.empty())
         write_file_atomically(compare_html, html_report(scenarios, results));
       return kExitOk;
@@ -449,6 +483,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
                                                       : std::filesystem::path(out_dir);
     RunResult result;
     double wall_seconds = 0;
+    std::optional<SeedsResult> seeds;
+    const int seed_count = run_seeds_count > 0 ? run_seeds_count : s.simulation.seeds;
     try {
       std::optional<ProgressDisplay> progress;
       Simulation::ProgressFn callback;
@@ -458,9 +494,14 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       }
       const auto wall_start = std::chrono::steady_clock::now();
       std::vector<TraceSpan> spans;
-      result = s.has_workload
-                   ? run_training(s, cluster, callback, trace_file.empty() ? nullptr : &spans)
-                   : run_scenario(s, cluster, callback);
+      if (seed_count > 1) {
+        seeds = run_seeds(s, seed_count, run_function(s));
+        result = seeds->runs.front();
+      } else {
+        result = s.has_workload
+                     ? run_training(s, cluster, callback, trace_file.empty() ? nullptr : &spans)
+                     : run_scenario(s, cluster, callback);
+      }
       if (!trace_file.empty()) write_file_atomically(trace_file, chrome_trace(spans));
       wall_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -469,7 +510,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       err << "fabricsim: simulation failed: " << e.what() << '\n';
       return kExitFailure;
     }
-    write_results(dir, s, result);
+    write_results(dir, s, result, seeds ? &*seeds : nullptr);
     if (report_kind == "html")
       write_file_atomically(dir / "report.html", html_report({s}, {result}));
     if (!quiet) {
@@ -477,6 +518,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
         out << results_json(s, result);
       } else {
         out << text_report(s, result);
+        if (seeds) out << seeds_report(*seeds);
         // Wall-clock numbers go to the report only, never into results.json (determinism).
         std::uint64_t hops = 0;
         for (const auto& [name, value] : result.counters)

@@ -146,6 +146,50 @@ std::map<std::string, std::uint64_t> port_bytes_now(PacketNetwork& net) {
   return out;
 }
 
+SeedSpread spread_of(std::string name, std::string unit, const std::vector<double>& values) {
+  SeedSpread s{std::move(name), std::move(unit)};
+  if (values.empty()) return s;
+  s.min = *std::min_element(values.begin(), values.end());
+  s.max = *std::max_element(values.begin(), values.end());
+  double sum = 0;
+  for (double v : values) sum += v;
+  s.mean = sum / static_cast<double>(values.size());
+  return s;
+}
+
+RunResult SeedsResult::mean_run() const {
+  RunResult r = runs.front();
+  for (std::size_t i = 0; i < r.metrics.size() && i < metrics.size(); ++i)
+    r.metrics[i].value = metrics[i].mean;
+  return r;
+}
+
+SeedsResult run_seeds(const Scenario& scenario, int count, const RunFn& run) {
+  SeedsResult out;
+  for (int i = 0; i < std::max(1, count); ++i) {
+    Scenario s = scenario;
+    s.seed = scenario.seed + static_cast<std::uint64_t>(i);
+    const BuiltCluster cluster(s);
+    out.seeds.push_back(s.seed);
+    out.runs.push_back(run(s, cluster));
+  }
+  for (std::size_t m = 0; m < out.runs.front().metrics.size(); ++m) {
+    const Metric& first = out.runs.front().metrics[m];
+    std::vector<double> values;
+    for (const RunResult& r : out.runs)
+      for (const Metric& x : r.metrics)
+        if (x.name == first.name) values.push_back(x.value);
+    out.metrics.push_back(spread_of(first.name, first.unit, values));
+    const SeedSpread& sp = out.metrics.back();
+    if (sp.spread() > kSeedSpreadWarning)
+      out.warnings.push_back(fmt::format(
+          "{} varies by {:.1f} % over seeds {}..{} ({:.4g} to {:.4g}): the answer depends on ECMP "
+          "hashing or timing luck; report the range, not one run",
+          sp.name, 100 * sp.spread(), out.seeds.front(), out.seeds.back(), sp.min, sp.max));
+  }
+  return out;
+}
+
 BuiltCluster::BuiltCluster(const Scenario& scenario)
     : topology(build_cluster(scenario.cluster)),
       routing(Routing::compute(topology, scenario.seed)) {}

@@ -2,6 +2,7 @@
 // Runs a scenario and gathers its results: builds the fabric and traffic from the plain
 // structs, runs the simulation, and reduces probes and the message log to metrics.
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -88,6 +89,30 @@ struct FabricBackend {
   // Bytes each link (port) has carried so far: a `since` baseline for bottlenecks.
   std::map<std::string, std::uint64_t> bytes_now();
 };
+
+// A metric over several seeds (ECMP hashing, start jitter and ECN marking draw on the seed).
+struct SeedSpread {
+  std::string name, unit;
+  double mean = 0, min = 0, max = 0;
+  // (max - min) / |mean|; 0 when the mean is 0.
+  double spread() const { return mean != 0 ? (max - min) / std::abs(mean) : 0; }
+};
+// The spread above which a report says the answer depends on the seed.
+inline constexpr double kSeedSpreadWarning = 0.05;
+struct SeedsResult {
+  std::vector<std::uint64_t> seeds;
+  std::vector<RunResult> runs;        // one per seed, in seed order
+  std::vector<SeedSpread> metrics;    // per metric of the first run, in its order
+  std::vector<std::string> warnings;  // one line per metric spread over kSeedSpreadWarning
+  // The first run with every metric replaced by its mean over the seeds (for tables).
+  RunResult mean_run() const;
+};
+using RunFn = std::function<RunResult(const Scenario&, const BuiltCluster&)>;
+// Runs `scenario` with `count` seeds from its own (seed, seed + 1, ...), the cluster built
+// again for each, since routing hashes with the seed.
+SeedsResult run_seeds(const Scenario& scenario, int count, const RunFn& run);
+// Mean, min and max of per-seed values, in seed order, with the warning line if spread.
+SeedSpread spread_of(std::string name, std::string unit, const std::vector<double>& values);
 
 // `progress` is called now and then with the simulated time and event count (empty: never).
 RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,

@@ -46,7 +46,21 @@ FidelityScope fidelity_scope(const Scenario& s) {
   return f;
 }
 
-std::string results_json(const Scenario& scenario, const RunResult& result) {
+std::string seeds_report(const SeedsResult& seeds) {
+  std::size_t width = 6;
+  for (const auto& m : seeds.metrics) width = std::max(width, m.name.size());
+  std::string out = fmt::format(
+      "\n  over {} seeds ({}..{}):\n  {:<{}}  {:>14} {:>14} {:>14} {:>8}\n", seeds.seeds.size(),
+      seeds.seeds.front(), seeds.seeds.back(), "metric", width, "mean", "min", "max", "spread");
+  for (const auto& m : seeds.metrics)
+    out += fmt::format("  {:<{}}  {:>14.3f} {:>14.3f} {:>14.3f} {:>7.1f}%\n", m.name, width, m.mean,
+                       m.min, m.max, 100 * m.spread());
+  for (const auto& w : seeds.warnings) out += fmt::format("  warning: {}\n", w);
+  return out;
+}
+
+std::string results_json(const Scenario& scenario, const RunResult& result,
+                         const SeedsResult* seeds) {
   toml::table metrics;
   for (const auto& m : result.metrics) metrics.insert_or_assign(m.name, m.value);
   toml::table counters;
@@ -87,6 +101,19 @@ std::string results_json(const Scenario& scenario, const RunResult& result) {
       {"timeseries", toml::table{{"file", result.series_names.empty() ? "" : "timeseries.csv"},
                                  {"series", std::move(series)}}},
   };
+  if (seeds != nullptr) {
+    toml::array list, warnings;
+    for (const auto seed : seeds->seeds) list.push_back(static_cast<std::int64_t>(seed));
+    for (const auto& w : seeds->warnings) warnings.push_back(w);
+    toml::table per_metric;
+    for (const auto& m : seeds->metrics)
+      per_metric.insert_or_assign(
+          m.name,
+          toml::table{{"mean", m.mean}, {"min", m.min}, {"max", m.max}, {"spread", m.spread()}});
+    root.insert_or_assign("seeds", toml::table{{"seeds", std::move(list)},
+                                               {"metrics", std::move(per_metric)},
+                                               {"warnings", std::move(warnings)}});
+  }
   std::ostringstream out;
   out << toml::json_formatter(root) << '\n';
   return out.str();
@@ -238,9 +265,10 @@ void write_file_atomically(const fs::path& file, const std::string& content) {
   fs::rename(tmp, file);
 }
 
-void write_results(const fs::path& dir, const Scenario& scenario, const RunResult& result) {
+void write_results(const fs::path& dir, const Scenario& scenario, const RunResult& result,
+                   const SeedsResult* seeds) {
   fs::create_directories(dir);
-  write_file_atomically(dir / "results.json", results_json(scenario, result));
+  write_file_atomically(dir / "results.json", results_json(scenario, result, seeds));
   if (!result.series_names.empty())
     write_file_atomically(dir / "timeseries.csv", timeseries_csv(result));
 }

@@ -20,7 +20,12 @@ struct FidelityScope {
 };
 FidelityScope fidelity_scope(const Scenario& scenario);
 
-std::string results_json(const Scenario& scenario, const RunResult& result);
+// With `seeds` (a run over several seeds; `result` is its first), also a "seeds" table:
+// the seeds, each metric's mean, min, max and spread, and the warnings.
+std::string results_json(const Scenario& scenario, const RunResult& result,
+                         const SeedsResult* seeds = nullptr);
+// The per-metric table of a run over several seeds, and its warnings, for the text report.
+std::string seeds_report(const SeedsResult& seeds);
 std::string timeseries_csv(const RunResult& result);
 std::string text_report(const Scenario& scenario, const RunResult& result);
 // Every metric name of `results`, in first-seen order.
@@ -37,7 +42,7 @@ std::string topology_dot(const Topology& topology);
 
 // Writes results.json (and timeseries.csv when gauges were recorded) into `dir`.
 void write_results(const std::filesystem::path& dir, const Scenario& scenario,
-                   const RunResult& result);
+                   const RunResult& result, const SeedsResult* seeds = nullptr);
 // Writes `content` to `file` through a temporary file and a rename.
 void write_file_atomically(const std::filesystem::path& file, const std::string& content);
 

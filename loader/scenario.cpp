@@ -498,6 +498,7 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
         sim.time("deadlock_check_interval", Time::from_ps(50'000'000), true);
     s.simulation.no_progress_timeout =
         sim.time("no_progress_timeout", Time::from_ps(1'000'000'000'000), true);
+    s.simulation.seeds = static_cast<int>(sim.integer("seeds", 1, 1, 1000));
     if (!s.simulation.timeseries.empty() && s.simulation.sample_interval == Time::zero())
       sim.error("sample_interval",
                 "must be set (e.g. \"1us\") when simulation.timeseries selects gauges to record");

@@ -26,6 +26,7 @@ struct SimulationSettings {
   std::vector<std::string> timeseries;  // glob patterns of gauges to record
   Time deadlock_check_interval{};       // 0 = no PFC deadlock detection
   Time no_progress_timeout{};           // 0 = no guard
+  int seeds = 1;  // runs with seeds seed, seed + 1, ... reported as mean, min and max
 };
 
 enum class Fidelity { kPacket, kFlow };
