@@ -43,6 +43,13 @@ std::set<std::string> nics_of_rank(const BuiltCluster& c, const CommLayout& l, s
   return out;
 }
 
+double metric(const RunResult& r, const std::string& name) {
+  for (const auto& m : r.metrics)
+    if (m.name == name) return m.value;
+  ADD_FAILURE() << "no metric " << name;
+  return 0;
+}
+
 }  // namespace
 
 TEST(Correctness, OneGpuPerServerCommunicatorUsesThatGpusOwnNic) {
@@ -280,12 +287,6 @@ no_progress_timeout = "9s"
     const BuiltCluster c(s);
     return run_scenario(s, c);
   };
-  const auto metric = [](const RunResult& r, const std::string& name) {
-    for (const auto& m : r.metrics)
-      if (m.name == name) return m.value;
-    ADD_FAILURE() << name;
-    return 0.0;
-  };
   const RunResult gbn = run({});
   EXPECT_EQ(gbn.status, "completed");
   EXPECT_EQ(metric(gbn, "messages_completed"), 128);
@@ -361,11 +362,8 @@ message_size = "4MiB"
   const BuiltCluster c(s);
   const RunResult r = run_scenario(s, c);
   ASSERT_EQ(r.status, "completed");
-  double peak = 0, goodput = 0;
-  for (const auto& m : r.metrics) {
-    if (m.name == "peak_switch_queue_bytes") peak = m.value;
-    if (m.name == "aggregate_goodput_gbps") goodput = m.value;
-  }
+  const double peak = metric(r, "peak_switch_queue_bytes");
+  const double goodput = metric(r, "aggregate_goodput_gbps");
   EXPECT_LE(peak, 7 * 64 * 1024.0);
   EXPECT_GT(peak, 5 * 64 * 1024.0);
   EXPECT_GT(goodput, 95);
@@ -376,15 +374,15 @@ TEST(Correctness, SendRecvUsesNcclsP2pChannelsAndReachesTheNvlinkRate) {
   // and capped at the communicator's 16 channels rounded up (16). sendrecv_perf then moves
   // 16 blocks' worth (16 x 20 GB/s) and is bounded by NVLink: 12 x 25 GB/s of which
   // 256 / 272 is payload, 282 GB/s. The bug ran one block: 17.7 GB/s.
-  const Scenario s = load_scenario_text(R"(
+  const std::string one_a100 = R"(
 [server]
 preset = "dgx-a100"
 count = 1
 [fabric]
 kind = "star"
 link_rate = "200Gbps"
-)",
-                                        "t.toml");
+)";
+  const Scenario s = load_scenario_text(one_a100, "t.toml");
   const BuiltCluster c(s);
   CommunicatorOptions o;
   o.channel_gbs = 20;
@@ -394,16 +392,8 @@ link_rate = "200Gbps"
   a.binary = "sendrecv_perf";
   a.min_bytes = a.max_bytes = 1 << 30;
   for (const char* fidelity : {"packet", "flow"}) {
-    const Scenario f =
-        load_scenario_text(R"(
-[server]
-preset = "dgx-a100"
-count = 1
-[fabric]
-kind = "star"
-link_rate = "200Gbps"
-)",
-                           "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
+    const Scenario f = load_scenario_text(
+        one_a100, "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
     const NcclTestsResult r = run_nccl_tests(f, c, a);
     ASSERT_EQ(r.rows.size(), 1u);
     const double nvlink_payload = 300 * 256.0 / 272;
