@@ -1,5 +1,6 @@
 // Building and routing large clusters: the 16,384-GPU fat-tree of bench/fat-tree-16k.toml
-// (2,048 x DGX H100, k = 64), and a 256-GPU leaf-spine for scale.
+// (2,048 x DGX H100, k = 64), and the largest star the loader accepts (fabric.hosts =
+// 1,048,576): routing set-up must stay near-linear in endpoints so `check` finishes in seconds.
 
 #include <benchmark/benchmark.h>
 
@@ -32,6 +33,19 @@ void BM_BuildAndRoute_FatTree16kGpus(benchmark::State& state) {
   }
 }
 
+void BM_BuildAndRoute_Star1MHosts(benchmark::State& state) {
+  const ClusterSpec spec{.servers = 0,
+                         .hosts = 1 << 20,
+                         .server = {},
+                         .fabric = {.kind = FabricKind::kStar, .link_rate = 100_Gbps}};
+  for (auto _ : state) {
+    const Topology t = build_cluster(spec);
+    const Routing r = Routing::compute(t, 1);
+    benchmark::DoNotOptimize(r.group_count());
+    state.counters["endpoints"] = static_cast<double>(r.endpoint_count());
+  }
+}
+
 void BM_Bisection_FatTree16kGpus(benchmark::State& state) {
   const Topology t = build_cluster(fat_tree_16k());
   const Routing r = Routing::compute(t, 1);
@@ -41,4 +55,5 @@ void BM_Bisection_FatTree16kGpus(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_BuildAndRoute_FatTree16kGpus)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BuildAndRoute_Star1MHosts)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_Bisection_FatTree16kGpus)->Unit(benchmark::kMillisecond);

@@ -20,13 +20,6 @@ namespace fabricsim {
 
 namespace {
 
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The binary from the output's own line, else from the file name ("all_gather_perf.txt").
 std::string binary_of(const validation::NcclTestsOutput& o, const std::filesystem::path& file) {
   if (!o.binary.empty()) return o.binary;
@@ -78,7 +71,7 @@ MeasurementSet load_measurements(const std::filesystem::path& dir) {
     set.notes.push_back(fmt::format("{}: {} ({} rows)", name, o.test, o.rows.size()));
   };
   for (const auto& f : files) {
-    const std::string text = read_text(f);
+    const std::string text = read_input_file(f, "measurement file");
     const std::string name = f.string();
     const std::string tool = validation::harness_json_tool(text);
     if (tool == "fabricsim-bench") {

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -65,7 +67,9 @@ struct ScenarioArgs {
   void add_to(CLI::App& cmd) {
     cmd.add_option("scenario", file, "Scenario file (TOML)")->required();
     add_overrides(cmd, overrides, fidelity, "Override a scenario key, e.g. --set fabric.hosts=16");
-    cmd.add_option("--seed", seed, "Random seed (overrides the scenario's 'seed')");
+    cmd.add_option("--seed", seed, "Random seed (overrides the scenario's 'seed'), 0 or more")
+        ->check(CLI::Range(std::uint64_t{0},
+                           static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
   }
   // --set, --seed and --fidelity as overrides, in that order.
   LoadOptions options() const {
@@ -155,6 +159,7 @@ struct NcclTestsCli {
   std::string fidelity;
   std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
   std::string json, csv;
+  int seeds = 0;  // 0: the scenario's simulation.seeds
 };
 
 void add_nccl_tests(CLI::App& app, NcclTestsCli& c) {
@@ -171,7 +176,9 @@ void add_nccl_tests(CLI::App& app, NcclTestsCli& c) {
                 "Override a scenario key, e.g. --set nccl.NCCL_PROTO=LL");
   cmd->add_option("-b,--minbytes", c.min_bytes, "Smallest size (8, 64K, 1M, 8G)");
   cmd->add_option("-e,--maxbytes", c.max_bytes, "Largest size");
-  cmd->add_option("-f,--stepfactor", c.args.step_factor, "Multiply the size by this per step");
+  cmd->add_option("-f,--stepfactor", c.args.step_factor,
+                  "Multiply the size by this per step (1: step by -i bytes instead)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
   cmd->add_option("-i,--stepbytes", c.step_bytes, "Add this to the size per step (without -f)");
   cmd->add_option("-g,--ngpus", c.args.ngpus, "GPUs per thread")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("-t,--nthreads", c.args.nthreads, "Threads per process")
@@ -194,6 +201,10 @@ void add_nccl_tests(CLI::App& app, NcclTestsCli& c) {
   cmd->add_option("-z,--blocking", c.args.blocking, "Blocking collectives (printed only)");
   cmd->add_option("-G,--cudagraph", c.args.graph, "CUDA graph launches (printed only)");
   cmd->add_option("--sim-iters", c.args.sim_iters, "Iterations simulated per size and placement")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--seeds", c.seeds,
+                  "Run the sweep with N seeds from the scenario's and print mean times, busbw "
+                  "min and max (default: simulation.seeds)")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--json", c.json, "Also write the results as JSON to FILE (- for stdout)");
   cmd->add_option("--csv", c.csv, "Also write the results as CSV to FILE (- for stdout)");
@@ -220,7 +231,10 @@ int run_nccl_tests_command(NcclTestsCli& c, std::ostream& out, std::ostream& err
   }
   const Scenario s = load_scenario(c.scenario, overridden(c.overrides, c.fidelity));
   const BuiltCluster cluster(s);
-  const NcclTestsResult r = run_nccl_tests(s, cluster, a);
+  preflight(s, cluster, false);
+  const int seeds = c.seeds > 0 ? c.seeds : s.simulation.seeds;
+  const NcclTestsResult r =
+      seeds > 1 ? run_nccl_tests_seeds(s, a, seeds) : run_nccl_tests(s, cluster, a);
   const auto emit = [&](const std::string& target, const std::string& text) {
     if (target == "-") {
       out << text;
@@ -263,6 +277,7 @@ void add_perftest(CLI::App& app, PerftestCli& c) {
 int run_perftest_command(const PerftestCli& c, std::ostream& out) {
   const Scenario s = load_scenario(c.scenario, overridden(c.overrides, c.fidelity));
   const BuiltCluster cluster(s);
+  preflight(s, cluster, false);
   out << perftest_text(s, c.args, run_perftest(s, cluster, c.args));
   return kExitOk;
 }
@@ -273,6 +288,29 @@ int report_config_error(const ConfigError& e, std::ostream& err) {
 }
 
 }  // namespace
+
+// A number above 0 that is finite: CLI11's PositiveNumber lets "nan" and "inf" through.
+const CLI::Validator finite_positive(
+    [](std::string& text) {
+      double v = 0;
+      if (!CLI::detail::lexical_cast(text, v) || !std::isfinite(v) || v <= 0)
+        return fmt::format("expected a finite number above 0, got '{}'", text);
+      return std::string();
+    },
+    "POSITIVE", "finite positive number");
+
+// `fabricsim rnu`: the nearest command, when the first word is none of them.
+std::optional<std::string> unknown_command(const CLI::App& app,
+                                           const std::vector<std::string>& args) {
+  if (args.empty() || args.front().starts_with('-')) return std::nullopt;
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  if (std::find(names.begin(), names.end(), args.front()) != names.end()) return std::nullopt;
+  const auto near = nearest_key(args.front(), names);
+  return fmt::format("unknown command '{}'{}", args.front(),
+                     near ? fmt::format("; did you mean '{}'?", *near)
+                          : fmt::format(" (commands: {})", fmt::join(names, ", ")));
+}
 
 int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
              bool interactive) {
@@ -306,6 +344,10 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   run->add_option("--trace", trace_file,
                   "With a [workload]: write the step timeline as a Chrome/Perfetto trace (JSON)");
   run->add_flag("--no-sweep", no_sweep, "Run the scenario itself, ignoring its [sweep]");
+  bool force = false;
+  const char* force_help =
+      "Run even when the size estimate (messages, samples, sweep points) is over its limit";
+  run->add_flag("--force", force, force_help);
   int run_seeds_count = 0;
   run->add_option("--seeds", run_seeds_count,
                   "Run N seeds from the scenario's (seed, seed+1, ...) and report each metric's "
@@ -317,6 +359,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   CLI::App* check = app.add_subcommand("check", "Validate a scenario without running it");
   check_args.add_to(*check);
   check->add_flag("--resolved", resolved, "Print the scenario as it would run, defaults included");
+  check->add_flag("--force", force, force_help);
 
   TopoArgs topo_args;
   CLI::App* topo =
@@ -381,7 +424,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   validate_cmd
       ->add_option("--max-error", measured.max_error,
                    "Fail (exit 1) when the mean absolute error exceeds this many per cent")
-      ->check(CLI::PositiveNumber);
+      ->check(finite_positive);
   validate_cmd->add_option("--fit", measured.fit, fit_help)->delimiter(',');
   validate_cmd->add_option("--report", measured.report,
                            "Also write measured vs simulated as a self-contained HTML file");
@@ -397,6 +440,10 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_storage) argv.push_back(a.data());
+  if (const auto unknown = unknown_command(app, args)) {
+    err << "fabricsim: error: " << *unknown << '\n';
+    return kExitUsage;
+  }
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError& e) {
@@ -406,8 +453,20 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
   try {
     if (*check) {
+      // What `run` would refuse before simulating, `check` refuses: the scenario, its fabric
+      // (built), the preflight estimates, and every point of its [sweep].
       const Scenario s = check_args.load();
-      const BuiltCluster cluster(s);  // the fabric must be buildable too
+      {
+        const BuiltCluster cluster(s);
+        preflight(s, cluster, force);
+      }
+      const auto axes = sweep_axes(check_args.file, {});
+      if (!axes.empty())
+        for (const Scenario& point :
+             sweep_points(check_args.file, check_args.all_overrides(), axes, force)) {
+          const BuiltCluster cluster(point);
+          preflight(point, cluster, force);
+        }
       if (resolved) {
         out << toml::toml_formatter(s.resolved) << '\n';
       } else {
@@ -444,6 +503,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
           continue;
         }
         const BuiltCluster cluster(sc);
+        preflight(sc, cluster, false);
         results.push_back(run_function(sc)(sc, cluster));
       }
       out << compare_report(scenarios, results);
@@ -463,7 +523,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
           out_dir.empty() ? std::filesystem::path("results") / (first.name + "-sweep")
                           : std::filesystem::path(out_dir);
       std::ostringstream discard;
-      return run_sweep(run_args.file, base, axes, dir, jobs, quiet ? discard : out, err);
+      return run_sweep(sweep_points(run_args.file, base, axes, force), dir, jobs, force,
+                       quiet ? discard : out, err);
     }
     if (mpi_rank() > 0) return kExitOk;  // under mpirun without a sweep: rank 0 runs it
     const Scenario s = run_args.load();
@@ -479,6 +540,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return kExitUsage;
     }
     const BuiltCluster cluster(s);
+    preflight(s, cluster, force);
     const std::filesystem::path dir = out_dir.empty() ? std::filesystem::path("results") / s.name
                                                       : std::filesystem::path(out_dir);
     RunResult result;

@@ -194,6 +194,52 @@ BuiltCluster::BuiltCluster(const Scenario& scenario)
     : topology(build_cluster(scenario.cluster)),
       routing(Routing::compute(topology, scenario.seed)) {}
 
+void preflight(const Scenario& s, const BuiltCluster& cluster, bool force) {
+  std::vector<std::string> errors;
+  const auto refuse = [&](std::string_view key, const std::string& message) {
+    errors.push_back(fmt::format("{}: {}: {}", s.position_of(key), key, message));
+  };
+  const auto too_large = [&](std::string_view key, const std::string& estimate) {
+    if (!force) refuse(key, estimate + "; change it, or pass --force to run anyway");
+  };
+  if (s.fidelity == Fidelity::kPacket)
+    for (std::size_t sw = 0; sw < cluster.routing.switch_count(); ++sw)
+      if (const std::string why =
+              buffer_shortfall(s.network.buffer, cluster.routing.ports(sw).size());
+          !why.empty()) {
+        refuse("switch.buffer",
+               fmt::format("switch {}: {}",
+                           cluster.topology.graph()[cluster.routing.switch_vertex(sw)].name, why));
+        break;  // every switch of that size says the same
+      }
+  if (s.has_traffic) {
+    const auto hosts = static_cast<std::uint32_t>(cluster.routing.endpoint_count());
+    if (s.traffic.pattern == TrafficPattern::kPermutation && s.traffic.shift % hosts == 0)
+      refuse("traffic.shift",
+             fmt::format("shift {} is a multiple of the {} hosts: every host would send to itself "
+                         "and nothing would run; use a shift from 1 to {}",
+                         s.traffic.shift, hosts, hosts - 1));
+    if (const std::uint64_t n = message_count(s.traffic, hosts); n > kMaxMessages)
+      too_large(
+          "traffic.messages",
+          fmt::format("{} messages ({} hosts) would hold at least {:.1f} GB of message "
+                      "state, over the {} a run takes",
+                      n, hosts, static_cast<double>(n) * sizeof(Message) * 1e-9, kMaxMessages));
+  }
+  if (!s.simulation.timeseries.empty() && s.simulation.sample_interval > Time::zero()) {
+    const auto samples =
+        static_cast<std::uint64_t>(s.simulation.stop_time.ps() / s.simulation.sample_interval.ps());
+    if (samples > kMaxSamplesPerGauge)
+      too_large(
+          "simulation.sample_interval",
+          fmt::format("sampling every {} up to simulation.stop_time {} is {} samples per "
+                      "gauge ({:.1f} GB each), over the {} a run records",
+                      to_string(s.simulation.sample_interval), to_string(s.simulation.stop_time),
+                      samples, static_cast<double>(samples) * 8e-9, kMaxSamplesPerGauge));
+  }
+  if (!errors.empty()) throw ConfigError(std::move(errors));
+}
+
 namespace {
 
 // Completion metrics of a message log: FCT statistics, delivered bytes, makespan.

@@ -54,6 +54,18 @@ struct BuiltCluster {
   Routing routing;
 };
 
+// What a run may hold before it is refused without --force: far above any study a scenario
+// means (the 256-GPU study holds ~10^4 messages), below what fills a 24 GiB machine.
+inline constexpr std::uint64_t kMaxMessages = 50'000'000;
+inline constexpr std::uint64_t kMaxSamplesPerGauge = 10'000'000;  // 80 MB per gauge
+inline constexpr std::uint64_t kMaxSweepPoints = 10'000;
+
+// Everything that would stop a run once started, found before it starts, so that `check`
+// refuses what `run` would: a switch buffer smaller than its reservations (packet level), a
+// permutation that maps every host to itself, and sizes past the limits above (unless
+// `force`). Throws ConfigError, each message at the scenario's position of the key to change.
+void preflight(const Scenario& scenario, const BuiltCluster& cluster, bool force);
+
 // PFC pause frames sent, over all ports, from a run's counters.
 std::uint64_t pfc_pause_frames(const std::vector<std::pair<std::string, std::uint64_t>>& counters);
 

@@ -185,6 +185,54 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
   return result;
 }
 
+NcclTestsResult run_nccl_tests_seeds(const Scenario& scenario, const NcclTestsArgs& args,
+                                     int count) {
+  std::vector<NcclTestsResult> runs;
+  NcclTestsResult out;
+  for (int i = 0; i < count; ++i) {
+    Scenario s = scenario;
+    s.seed = scenario.seed + static_cast<std::uint64_t>(i);
+    const BuiltCluster cluster(s);
+    runs.push_back(run_nccl_tests(s, cluster, args));
+    out.seeds.push_back(s.seed);
+    for (const auto& e : runs.back().errors)
+      out.errors.push_back(fmt::format("seed {}: {}", s.seed, e));
+  }
+  out.nranks = runs.front().nranks;
+  out.rank_lines = runs.front().rank_lines;
+  if (!out.errors.empty()) return out;
+  const int n = out.nranks;
+  double bw_sum = 0;
+  int bw_count = 0;
+  for (std::size_t k = 0; k < runs.front().rows.size(); ++k) {
+    NcclTestsRow row = runs.front().rows[k];
+    for (int p = 0; p < 2; ++p) {
+      std::vector<double> times, busbw;
+      for (const auto& r : runs) {
+        times.push_back(r.rows[k].time_us[p]);
+        busbw.push_back(r.rows[k].busbw[p]);
+      }
+      // nccl-tests averages time, and derives bandwidth from it: so does the mean here.
+      row.time_us[p] = spread_of("", "", times).mean;
+      row.algbw[p] = algbw_gbps(row.bytes, row.time_us[p]);
+      row.busbw[p] = row.algbw[p] * bus_factor(args.op, n);
+      const SeedSpread bw = spread_of("", "", busbw);
+      row.busbw_min[p] = bw.min;
+      row.busbw_max[p] = bw.max;
+      bw_sum += row.busbw[p];
+      ++bw_count;
+      if (p == 0 && bw.spread() > kSeedSpreadWarning)
+        out.warnings.push_back(fmt::format(
+            "{} B: out-of-place busbw spreads {:.1f} % over the seeds ({:.2f} to {:.2f} GB/s): "
+            "the answer depends on ECMP luck",
+            row.size, 100 * bw.spread(), bw.min, bw.max));
+    }
+    out.rows.push_back(row);
+  }
+  out.avg_busbw = bw_count > 0 ? bw_sum / bw_count : 0;
+  return out;
+}
+
 std::string nccl_tests_text(const NcclTestsArgs& a, const NcclTestsResult& r) {
   std::string out;
   const auto line = [&](const std::string& s) { out += s + "\n"; };
@@ -237,6 +285,16 @@ std::string nccl_tests_text(const NcclTestsArgs& a, const NcclTestsResult& r) {
                      row.size, to_string(a.op), to_string(row.algo), to_string(row.proto),
                      row.channels, row.tuner_us,
                      row.bounded_by.empty() ? std::string() : ", bounded by " + row.bounded_by));
+  if (!r.seeds.empty()) {
+    line(fmt::format("# fabricsim: times are means over seeds {} to {}; busbw min to max:",
+                     r.seeds.front(), r.seeds.back()));
+    for (const auto& row : r.rows)
+      line(fmt::format(
+          "# fabricsim: {:>12} B out-of-place {:.2f} to {:.2f}, in-place {:.2f} to "
+          "{:.2f} GB/s",
+          row.size, row.busbw_min[0], row.busbw_max[0], row.busbw_min[1], row.busbw_max[1]));
+    for (const auto& w : r.warnings) line("# fabricsim warning: " + w);
+  }
   for (const auto& e : r.errors) line("# fabricsim error: " + e);
   return out;
 }
@@ -253,14 +311,20 @@ std::string nccl_tests_json(const Scenario& scenario, const NcclTestsArgs& a,
                   {"nccl_tuner_us", row.tuner_us},
                   {"bounded_by", row.bounded_by}};
     const char* names[] = {"out_of_place", "in_place"};
-    for (int p = 0; p < 2; ++p)
+    for (int p = 0; p < 2; ++p) {
       // GB/s (10^9 bytes per second), as nccl-tests prints them. `*_gbps` are the same
       // values under their old names, kept for one release (they never held Gb/s).
-      t.insert(names[p], toml::table{{"time_us", row.time_us[p]},
-                                     {"algbw_gbyte_per_s", row.algbw[p]},
-                                     {"busbw_gbyte_per_s", row.busbw[p]},
-                                     {"algbw_gbps", row.algbw[p]},
-                                     {"busbw_gbps", row.busbw[p]}});
+      toml::table placement{{"time_us", row.time_us[p]},
+                            {"algbw_gbyte_per_s", row.algbw[p]},
+                            {"busbw_gbyte_per_s", row.busbw[p]},
+                            {"algbw_gbps", row.algbw[p]},
+                            {"busbw_gbps", row.busbw[p]}};
+      if (!r.seeds.empty()) {
+        placement.insert("busbw_min_gbyte_per_s", row.busbw_min[p]);
+        placement.insert("busbw_max_gbyte_per_s", row.busbw_max[p]);
+      }
+      t.insert(names[p], std::move(placement));
+    }
     rows.push_back(std::move(t));
   }
   toml::array errors;
@@ -275,6 +339,13 @@ std::string nccl_tests_json(const Scenario& scenario, const NcclTestsArgs& a,
                   {"avg_bus_bandwidth_gbyte_per_s", r.avg_busbw},
                   {"avg_bus_bandwidth_gbps", r.avg_busbw},
                   {"errors", std::move(errors)}};
+  if (!r.seeds.empty()) {
+    toml::array seeds, warnings;
+    for (const auto seed : r.seeds) seeds.push_back(static_cast<std::int64_t>(seed));
+    for (const auto& w : r.warnings) warnings.push_back(w);
+    doc.insert("seeds", std::move(seeds));
+    doc.insert("seed_warnings", std::move(warnings));
+  }
   std::ostringstream os;
   os << toml::json_formatter(doc) << '\n';
   return os.str();

@@ -3,12 +3,14 @@
 // their flags and their output format (nccl-tests src/common.cu and src/util.cu, version 2.19;
 // ../shared/reference/protocols.md section 4).
 //
-// Each size runs once out-of-place and once in-place (the model moves the same bytes both
-// ways), back to back after a barrier, on a fabric that persists across sizes (queue pairs
-// and their congestion state stay). Warm-up iterations are not simulated: the model has no
-// connection set-up or caches for them to warm. -n is printed as given; `--sim-iters` says how
-// many iterations are simulated and averaged (1 by default: the model is deterministic, so
-// more only matters when congestion state carries from one iteration to the next).
+// Each size runs on a fresh simulation of the cluster (nothing carries over from the sizes
+// before it): `-w` warm-up iterations, simulated and not timed, then the timed iterations
+// out-of-place and in-place (the model moves the same bytes both ways). -n is printed as
+// given; `--sim-iters` says how many timed iterations are simulated and averaged (1 by
+// default: the model is deterministic, so more only matters when congestion state carries from
+// one iteration to the next). `--seeds N` runs the whole sweep with N seeds (ECMP hashing
+// differs per seed) and prints the mean time per size, with min and max busbw in `# fabricsim:`
+// lines and a warning where they spread more than kSeedSpreadWarning.
 
 #include <cstdint>
 #include <string>
@@ -54,14 +56,20 @@ struct NcclTestsRow {
   int channels = 0;
   double tuner_us = 0;
   std::string bounded_by;  // packet level: the layer of the busiest link during the row
+  // Over seeds (only with several): busbw's extremes per placement; the fields above hold the
+  // mean time and the bandwidths from it.
+  double busbw_min[2] = {0, 0};
+  double busbw_max[2] = {0, 0};
 };
 
 struct NcclTestsResult {
   int nranks = 0;
   std::vector<std::string> rank_lines;  // "#  Rank ..." lines
   std::vector<NcclTestsRow> rows;
-  double avg_busbw = 0;             // over all rows, out-of-place and in-place
-  std::vector<std::string> errors;  // transport errors (a row then did not complete)
+  double avg_busbw = 0;               // over all rows, out-of-place and in-place
+  std::vector<std::string> errors;    // transport errors (a row then did not complete)
+  std::vector<std::uint64_t> seeds;   // with several seeds: the seeds run (else empty)
+  std::vector<std::string> warnings;  // sizes whose busbw spreads over kSeedSpreadWarning
 };
 
 // Parses "8", "64K", "1M", "8G" as nccl-tests does (powers of 1024).
@@ -69,6 +77,9 @@ std::uint64_t parse_nccl_size(const std::string& text);
 
 NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& cluster,
                                const NcclTestsArgs& args);
+// The same sweep with seeds seed, seed + 1, ... (`count` > 1), the cluster built for each.
+NcclTestsResult run_nccl_tests_seeds(const Scenario& scenario, const NcclTestsArgs& args,
+                                     int count);
 // The output exactly as nccl-tests prints it (plus '#' lines after the footer with what the
 // model chose per size).
 std::string nccl_tests_text(const NcclTestsArgs& args, const NcclTestsResult& result);

@@ -4,7 +4,9 @@
 #include <unistd.h>
 #include <algorithm>
 #include <boost/graph/graphviz.hpp>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -253,13 +255,17 @@ void write_file_atomically(const fs::path& file, const std::string& content) {
   if (file.has_parent_path()) fs::create_directories(file.parent_path());
   const fs::path tmp = file.string() + fmt::format(".tmp.{}", ::getpid());
   {
+    errno = 0;
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << content;
     out.flush();
+    // errno of the failing open or write says why: "No space left on device", ...
     if (!out) {
+      const int why = errno;
       std::error_code ec;
       fs::remove(tmp, ec);
-      throw std::runtime_error(fmt::format("cannot write {}", tmp.string()));
+      throw std::runtime_error(fmt::format("cannot write {}: {}", file.string(),
+                                           why != 0 ? std::strerror(why) : "write failed"));
     }
   }
   fs::rename(tmp, file);

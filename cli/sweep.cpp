@@ -11,6 +11,7 @@
 #include <mpi.h>
 #endif
 
+#include "cli/experiment.hpp"
 #include "cli/output.hpp"
 #include "cli/training.hpp"
 #include "loader/scenario.hpp"
@@ -109,7 +110,7 @@ std::vector<SweepAxis> sweep_axes(const std::filesystem::path& file,
       if (array == nullptr || array->empty())
         throw std::invalid_argument(fmt::format(
             "{}: sweep.\"{}\" must be a non-empty array of values", file.string(), key));
-      SweepAxis axis{key, {}};
+      SweepAxis axis{key, {}, where(node.value)};
       for (const auto& v : *array) axis.values.push_back(literal(v));
       axes.push_back(std::move(axis));
     }
@@ -118,7 +119,7 @@ std::vector<SweepAxis> sweep_axes(const std::filesystem::path& file,
     const auto eq = s.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
       throw std::invalid_argument(fmt::format("--sweep '{}' is not KEY=V1,V2,...", s));
-    SweepAxis axis{s.substr(0, eq), {}};
+    SweepAxis axis{s.substr(0, eq), {}, fmt::format("--sweep '{}'", s)};
     std::string rest = s.substr(eq + 1);
     for (std::size_t start = 0; start <= rest.size();) {
       const auto comma = rest.find(',', start);
@@ -131,17 +132,28 @@ std::vector<SweepAxis> sweep_axes(const std::filesystem::path& file,
   return axes;
 }
 
-int run_sweep(const std::filesystem::path& file, const std::vector<std::string>& overrides,
-              const std::vector<SweepAxis>& axes, const std::filesystem::path& out_dir,
-              unsigned workers, std::ostream& out, std::ostream& err) {
-  // The points, first axis slowest.
-  std::vector<std::vector<std::string>> points{{}};
+std::vector<Scenario> sweep_points(const std::filesystem::path& file,
+                                   const std::vector<std::string>& overrides,
+                                   const std::vector<SweepAxis>& axes, bool force) {
+  std::uint64_t count = 1;
+  std::string shape;
   for (const auto& axis : axes) {
-    std::vector<std::vector<std::string>> next;
+    count *= axis.values.size();
+    shape += fmt::format("{}{} ({})", shape.empty() ? "" : " x ", axis.values.size(), axis.key);
+  }
+  if (count > kMaxSweepPoints && !force)
+    throw ConfigError({fmt::format(
+        "{}: sweep: {} points ({}) is over the {} a sweep runs; sweep fewer values, or pass "
+        "--force to run anyway",
+        axes.front().origin, count, shape, kMaxSweepPoints)});
+  // The points, first axis slowest: (axis, value) indices.
+  std::vector<std::vector<std::size_t>> points{{}};
+  for (const auto& axis : axes) {
+    std::vector<std::vector<std::size_t>> next;
     for (const auto& p : points)
-      for (const auto& v : axis.values) {
+      for (std::size_t v = 0; v < axis.values.size(); ++v) {
         auto q = p;
-        q.push_back(axis.key + "=" + v);
+        q.push_back(v);
         next.push_back(std::move(q));
       }
     points = std::move(next);
@@ -150,22 +162,42 @@ int run_sweep(const std::filesystem::path& file, const std::vector<std::string>&
   std::vector<Scenario> scenarios;
   for (const auto& p : points) {
     LoadOptions o{.overrides = overrides};
-    o.overrides.insert(o.overrides.end(), p.begin(), p.end());
-    scenarios.push_back(load_scenario(file, o));
-    // Named by its values (strings without their TOML quotes).
+    std::vector<std::pair<std::string, std::string>> assigned;  // "--set 'k=v'" label, origin
     std::string label;
-    for (const auto& assignment : p) {
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+      const std::string assignment = axes[a].key + "=" + axes[a].values[p[a]];
+      o.overrides.push_back(assignment);
+      assigned.emplace_back(fmt::format("--set '{}'", assignment),
+                            fmt::format("{}: [sweep] {}", axes[a].origin, assignment));
+      // Named by its values (strings without their TOML quotes).
       std::string shown = assignment;
       std::erase(shown, '"');
       label += (label.empty() ? "" : " ") + shown;
     }
+    try {
+      scenarios.push_back(load_scenario(file, o));
+    } catch (const ConfigError& e) {
+      // The point's values reach the loader as overrides; blame the sweep that wrote them.
+      std::vector<std::string> messages;
+      for (std::string m : e.messages()) {
+        for (const auto& [as_set, origin] : assigned)
+          if (m.starts_with(as_set)) m = origin + m.substr(as_set.size());
+        messages.push_back(std::move(m));
+      }
+      throw ConfigError(std::move(messages));
+    }
     scenarios.back().name = label;
   }
-  std::vector<RunResult> results(points.size());
-  std::vector<std::string> failures(points.size());
+  return scenarios;
+}
+
+int run_sweep(std::vector<Scenario> scenarios, const std::filesystem::path& out_dir,
+              unsigned workers, bool force, std::ostream& out, std::ostream& err) {
+  std::vector<RunResult> results(scenarios.size());
+  std::vector<std::string> failures(scenarios.size());
   const World w = world();
   std::vector<std::size_t> mine;  // this rank's points
-  for (std::size_t i = 0; i < points.size(); ++i)
+  for (std::size_t i = 0; i < scenarios.size(); ++i)
     if (static_cast<int>(i % static_cast<std::size_t>(w.size)) == w.rank) mine.push_back(i);
   std::atomic<std::size_t> next{0};
   std::mutex io;
@@ -174,6 +206,7 @@ int run_sweep(const std::filesystem::path& file, const std::vector<std::string>&
       const std::size_t i = mine[k];
       try {
         const BuiltCluster cluster(scenarios[i]);
+        preflight(scenarios[i], cluster, force);
         results[i] = scenarios[i].has_workload ? run_training(scenarios[i], cluster)
                                                : run_scenario(scenarios[i], cluster);
         write_results(out_dir / fmt::format("point-{:03}", i), scenarios[i], results[i]);
@@ -181,7 +214,7 @@ int run_sweep(const std::filesystem::path& file, const std::vector<std::string>&
         failures[i] = e.what();
       }
       const std::lock_guard lock(io);
-      err << fmt::format("  point {}/{} done: {}\n", i + 1, points.size(), scenarios[i].name)
+      err << fmt::format("  point {}/{} done: {}\n", i + 1, scenarios.size(), scenarios[i].name)
           << std::flush;
     }
   };
@@ -228,17 +261,25 @@ int run_sweep(const std::filesystem::path& file, const std::vector<std::string>&
   }
 #endif
   int code = 0;
-  for (std::size_t i = 0; i < points.size(); ++i)
+  for (std::size_t i = 0; i < scenarios.size(); ++i)
     if (!failures[i].empty()) {
       err << fmt::format("fabricsim: point {} ({}) failed: {}\n", i, scenarios[i].name,
                          failures[i]);
       code = 1;
     }
   std::string summary = compare_report(scenarios, results);
-  for (std::size_t i = 0; i < points.size(); ++i)
-    summary += fmt::format("point-{:03}: {}\n", i, scenarios[i].name);
+  for (std::size_t i = 0; i < scenarios.size(); ++i)
+    summary += fmt::format("point-{:03}: {}{}\n", i, scenarios[i].name,
+                           failures[i].empty() ? "" : " (FAILED: " + failures[i] + ")");
   std::filesystem::create_directories(out_dir);
-  write_file_atomically(out_dir / "summary.txt", summary);
+  // A summary with failed points must not pass for a complete one (nor leave an older
+  // complete summary.txt beside it).
+  std::error_code ec;
+  if (code != 0) {
+    std::filesystem::remove(out_dir / "summary.txt", ec);
+    summary = "INCOMPLETE: some points failed; their columns are empty\n" + summary;
+  }
+  write_file_atomically(out_dir / (code == 0 ? "summary.txt" : "summary-incomplete.txt"), summary);
   out << summary;
   return code;
 }

@@ -19,7 +19,17 @@ namespace fabricsim {
 struct SweepAxis {
   std::string key;
   std::vector<std::string> values;  // TOML literals, as --set takes them
+  std::string origin;  // where it was written: "file:line:column" or "--sweep 'k=v1,v2'"
 };
+
+struct Scenario;
+
+// Every point of the sweep, loaded (first axis slowest), each named by its values. Refuses,
+// before loading any, more than kMaxSweepPoints points unless `force`; an error in a point
+// is reported at its axis' origin, not as a command-line override.
+std::vector<Scenario> sweep_points(const std::filesystem::path& file,
+                                   const std::vector<std::string>& overrides,
+                                   const std::vector<SweepAxis>& axes, bool force);
 
 // The axes of `file`'s [sweep] table, then those of `--sweep` arguments. Throws
 // std::invalid_argument naming a malformed one.
@@ -31,8 +41,9 @@ std::vector<SweepAxis> sweep_axes(const std::filesystem::path& file,
 int mpi_rank();
 bool mpi_enabled();
 
-int run_sweep(const std::filesystem::path& file, const std::vector<std::string>& overrides,
-              const std::vector<SweepAxis>& axes, const std::filesystem::path& out_dir,
-              unsigned workers, std::ostream& out, std::ostream& err);
+// Runs the points; a point that fails (at build, in preflight or in the run) is reported and
+// the summary is then written as summary-incomplete.txt, never as a complete summary.txt.
+int run_sweep(std::vector<Scenario> points, const std::filesystem::path& out_dir, unsigned workers,
+              bool force, std::ostream& out, std::ostream& err);
 
 }  // namespace fabricsim

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 namespace fabricsim {
 namespace fs = std::filesystem;
@@ -72,6 +73,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 toml::table parse_toml(std::string_view text, std::string source_name) {
+  check_nesting_depth(text, source_name);
   try {
     return toml::parse(text, std::move(source_name));
   } catch (const toml::parse_error& e) {
@@ -83,6 +85,110 @@ toml::table parse_toml(std::string_view text, std::string source_name) {
 }
 
 }  // namespace
+
+std::string read_input_file(const fs::path& file, std::string_view what) {
+  std::error_code ec;
+  if (fs::is_directory(file, ec))
+    throw ConfigError({fmt::format("{}: is a folder, not a {}", file.string(), what)});
+  const auto too_large = [&] {
+    return ConfigError({fmt::format(
+        "{}: larger than {} MiB, the most fabricsim reads from one input file; is it a {}?",
+        file.string(), kMaxInputFileBytes >> 20, what)});
+  };
+  if (fs::is_regular_file(file, ec) && fs::file_size(file, ec) > kMaxInputFileBytes)
+    throw too_large();
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    throw ConfigError(
+        {fmt::format("{}: cannot read the {} (missing or unreadable)", file.string(), what)});
+  // Read one byte past the cap: devices and pipes have no size to ask for up front.
+  std::string text(kMaxInputFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxInputFileBytes) throw too_large();
+  return text;
+}
+
+void check_nesting_depth(std::string_view text, std::string_view source_name) {
+  // Depth of a value = tables above it (header parts, dotted-key parts) + arrays and inline
+  // tables around it. The scan skips strings and comments; it may count a level more than the
+  // parser would (a float inside an inline table's key), never fewer.
+  int line = 1, header = 0, dots = 0, value_base = 0;
+  bool key_mode = true, line_start = true;
+  std::vector<std::pair<char, int>> open;  // '[' or '{' and the depth inside it
+  const auto check = [&](int depth) {
+    if (depth > kMaxNestingDepth)
+      throw ConfigError({fmt::format(
+          "{}:{}: nested deeper than {} levels (tables, dotted keys, arrays); flatten it",
+          source_name, line, kMaxNestingDepth)});
+  };
+  const auto skip_string = [&](std::size_t& i) {
+    const char q = text[i];
+    const bool multi = text.substr(i, 3) == std::string(3, q);
+    const std::string_view close = multi ? text.substr(i, 3) : text.substr(i, 1);
+    for (i += close.size(); i < text.size(); ++i) {
+      if (text[i] == '\n') ++line;
+      if (q == '"' && text[i] == '\\') {
+        ++i;
+        continue;
+      }
+      if (text.substr(i, close.size()) == close) {
+        i += close.size() - 1;
+        return;
+      }
+    }
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = true;
+      if (open.empty()) key_mode = true, dots = 0;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    const bool at_line_start = std::exchange(line_start, false);
+    if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      skip_string(i);
+      continue;
+    }
+    if (open.empty() && at_line_start && c == '[') {  // [table] or [[array.of.tables]]
+      header = 1;
+      for (++i; i < text.size() && text[i] != '\n' && text[i] != ']'; ++i) {
+        if (text[i] == '"' || text[i] == '\'') skip_string(i);
+        if (i < text.size() && text[i] == '.') ++header;
+      }
+      check(header);
+      while (i + 1 < text.size() && text[i + 1] == ']') ++i;
+      continue;
+    }
+    if (key_mode) {
+      if (c == '.') ++dots;
+      if (c == '=') {
+        value_base = (open.empty() ? header : open.back().second) + dots + 1;
+        check(value_base);
+        key_mode = false;
+        dots = 0;
+      }
+      continue;
+    }
+    if (c == '[' || c == '{') {
+      const int depth = (open.empty() ? value_base : open.back().second) + 1;
+      check(depth);
+      open.emplace_back(c, depth);
+      if (c == '{') key_mode = true, dots = 0;
+    } else if ((c == ']' || c == '}') && !open.empty()) {
+      open.pop_back();
+    } else if (c == ',' && !open.empty() && open.back().first == '{') {
+      key_mode = true;
+      dots = 0;
+    }
+  }
+}
 
 ConfigError::ConfigError(std::vector<std::string> messages)
     : std::runtime_error(join(messages)), messages_(std::move(messages)) {}
@@ -133,13 +239,8 @@ void ConfigDocument::merge_file(const fs::path& file, std::vector<fs::path>& cha
     throw ConfigError({fmt::format("{}: 'extends' makes a cycle: {}{}", file.string(), cycle,
                                    file.filename().string())});
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in || fs::is_directory(file, ec))
-    throw ConfigError(
-        {fmt::format("{}: cannot read the scenario file (missing or unreadable)", file.string())});
-  std::ostringstream text;
-  text << in.rdbuf();
-  documents_.push_back(std::make_unique<toml::table>(parse_toml(text.str(), file.string())));
+  documents_.push_back(std::make_unique<toml::table>(
+      parse_toml(read_input_file(file, "scenario file"), file.string())));
   const toml::table& table = *documents_.back();
   chain.push_back(canonical);
   if (const toml::node* ext = table.get("extends")) {
@@ -148,7 +249,12 @@ void ConfigDocument::merge_file(const fs::path& file, std::vector<fs::path>& cha
       throw ConfigError(
           {fmt::format("{}: extends: expected a file name such as \"base.toml\", got {}",
                        where(ext), describe(*ext))});
-    merge_file(file.parent_path() / base->get(), chain, into);
+    try {
+      merge_file(file.parent_path() / base->get(), chain, into);
+    } catch (const ConfigError& e) {
+      if (e.messages().size() != 1 || e.messages().front().starts_with(where(ext))) throw;
+      throw ConfigError({fmt::format("{}: extends: {}", where(ext), e.messages().front())});
+    }
   }
   chain.pop_back();
   merge_table(table, into);
@@ -242,12 +348,14 @@ std::optional<std::string> nearest_key(std::string_view key,
 }
 
 ConfigReader::ConfigReader(const ConfigNode* node, std::string path, std::string origin,
-                           std::vector<std::string>& errors, toml::table& resolved)
+                           std::vector<std::string>& errors, toml::table& resolved,
+                           std::map<std::string, std::string>& positions)
     : node_(node),
       path_(std::move(path)),
       origin_(std::move(origin)),
       errors_(errors),
-      resolved_(resolved) {}
+      resolved_(resolved),
+      positions_(positions) {}
 
 // What a value that is the wrong type was, for messages ("an integer 5", "a table").
 std::string ConfigReader::got(const ConfigNode* c) {
@@ -269,7 +377,9 @@ bool ConfigReader::has(std::string_view key) const {
 
 const ConfigNode* ConfigReader::find(std::string_view key) {
   if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.emplace_back(key);
-  return node_ == nullptr ? nullptr : node_->child(key);
+  const ConfigNode* c = node_ == nullptr ? nullptr : node_->child(key);
+  if (c != nullptr && c->value != nullptr) positions_[key_path(key)] = where(c->value);
+  return c;
 }
 
 std::string ConfigReader::position(std::string_view key) const {
@@ -563,7 +673,7 @@ ConfigReader ConfigReader::table(std::string_view key) {
   }
   auto [it, inserted] = resolved_.insert_or_assign(key, toml::table{});
   (void)inserted;
-  return ConfigReader(c, key_path(key), origin_, errors_, *it->second.as_table());
+  return ConfigReader(c, key_path(key), origin_, errors_, *it->second.as_table(), positions_);
 }
 
 void ConfigReader::not_applicable(const std::vector<std::string_view>& keys, std::string_view why) {

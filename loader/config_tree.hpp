@@ -54,6 +54,22 @@ struct ConfigChild {
 // "file:line:column" of a node, or "--set 'k=v'" for a command-line override.
 std::string where(const toml::node* node);
 
+// The most bytes fabricsim reads from one input file (scenario, topology, measurement): far
+// above any real one (an nccl-tests output is kilobytes), low enough that a wrong path
+// (`/dev/zero`, a 6 GB log) fails at once instead of filling memory.
+inline constexpr std::uint64_t kMaxInputFileBytes = 64ull << 20;
+// Nesting a scenario may have (tables, dotted keys, arrays and inline tables together): the
+// TOML parser recurses per level, so a file 40,000 levels deep would overflow its stack.
+inline constexpr int kMaxNestingDepth = 64;
+
+// The whole text of `file`, reading at most kMaxInputFileBytes. Throws ConfigError naming the
+// file when it is missing, a folder, unreadable or larger; `what` names the kind of file
+// ("scenario file").
+std::string read_input_file(const std::filesystem::path& file, std::string_view what);
+// Throws ConfigError (file:line) when `text` nests deeper than kMaxNestingDepth. A scan of the
+// text before parsing it, so that the parser's recursion stays bounded.
+void check_nesting_depth(std::string_view text, std::string_view source_name);
+
 class ConfigDocument {
  public:
   // Loads `file` and the files it extends. Throws ConfigError (file errors, TOML syntax errors
@@ -82,8 +98,10 @@ class ConfigDocument {
 class ConfigReader {
  public:
   // `origin` names the scenario in messages about keys of tables that are not written at all.
+  // `positions` receives "file:line:column" of every key read that was written.
   ConfigReader(const ConfigNode* node, std::string path, std::string origin,
-               std::vector<std::string>& errors, toml::table& resolved);
+               std::vector<std::string>& errors, toml::table& resolved,
+               std::map<std::string, std::string>& positions);
 
   // A required value is written `std::nullopt` as default.
   std::string string(std::string_view key, std::optional<std::string> fallback);
@@ -138,6 +156,7 @@ class ConfigReader {
   std::string origin_;
   std::vector<std::string>& errors_;
   toml::table& resolved_;
+  std::map<std::string, std::string>& positions_;
   std::vector<std::string> known_;
 };
 

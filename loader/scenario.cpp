@@ -1,8 +1,8 @@
 #include "loader/scenario.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "topologies/nccl_xml.hpp"
@@ -39,15 +39,14 @@ template <class T>
 T read_file_or_report(ConfigReader& r, std::string_view key, const std::filesystem::path& path,
                       T (*import)(std::string_view, const ServerSpec&),
                       const ServerSpec& defaults) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
   try {
-    return import(text.str(), defaults);
+    return import(read_input_file(path, "topology file"), defaults);
+  } catch (const ConfigError& e) {
+    r.error(key, e.what());
   } catch (const std::invalid_argument& e) {
     r.error(key, fmt::format("{}: {}", path.string(), e.what()));
-    return defaults;
   }
+  return defaults;
 }
 
 ServerSpec matrix_import(std::string_view text, const ServerSpec& defaults) {
@@ -464,9 +463,18 @@ void read_prices(ConfigReader& pr, Scenario& s) {
 Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
   Scenario s;
   std::vector<std::string> errors;
-  ConfigReader root(&doc.root(), "", doc.file().string(), errors, s.resolved);
+  ConfigReader root(&doc.root(), "", doc.file().string(), errors, s.resolved, s.positions);
 
   s.name = root.string("name", default_name);
+  // The name becomes a folder under results/: one plain path component, short enough to read.
+  if (s.name.empty() || s.name.size() > kMaxScenarioNameLength ||
+      s.name.find_first_of("/\\") != std::string::npos || s.name == "." ||
+      s.name.find("..") != std::string::npos ||
+      std::any_of(s.name.begin(), s.name.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    root.error("name", fmt::format("must be 1 to {} characters without '/', '\\', '..' or control "
+                                   "characters (it names the folder results/<name>/)",
+                                   kMaxScenarioNameLength));
   s.description = root.string("description", "");
   s.seed = static_cast<std::uint64_t>(
       root.integer("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
@@ -542,6 +550,10 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
   s.has_workload = root.has("workload");
   if (s.has_workload) {
     ConfigReader w = root.table("workload");
+    if (!has_servers)
+      root.error("workload",
+                 "a [workload] trains on GPUs: it needs a [server] (e.g. preset = "
+                 "\"dgx-a100\" with count)");
     read_workload(w, s);
     w.finish();
   }
@@ -587,10 +599,22 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
   return s;
 }
 
+std::string Scenario::position_of(std::string_view key) const {
+  for (std::string k(key);;) {
+    if (const auto it = positions.find(k); it != positions.end()) return it->second;
+    const auto dot = k.rfind('.');
+    if (dot == std::string::npos) break;
+    k.resize(dot);
+  }
+  return file.empty() ? std::string("<scenario>") : file;
+}
+
 Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& options) {
   ConfigDocument doc = ConfigDocument::load_file(file);
   for (const auto& o : options.overrides) doc.apply_override(o);
-  return read_scenario(doc, file.stem().string());
+  Scenario s = read_scenario(doc, file.stem().string());
+  s.file = file.string();
+  return s;
 }
 
 Scenario load_scenario_text(std::string_view text, std::string source_name,

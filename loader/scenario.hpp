@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,15 @@ struct Scenario {
   GpuSpec gpu{};  // the GPUs' figures for the collective model ([nccl] gpu, or the server's)
   AnalysisOptions analysis{};
   toml::table resolved;  // the scenario as it runs: every key, defaults filled in
+  // "file:line:column" of every key written (dotted path -> position), for errors found after
+  // loading (when the fabric is built, or a size estimate is too large).
+  std::map<std::string, std::string> positions;
+  // The position of `key` when written, else of its nearest written table, else the file.
+  std::string position_of(std::string_view key) const;
+  std::string file;  // the scenario file ("" when loaded from text)
 };
+
+inline constexpr std::size_t kMaxScenarioNameLength = 200;
 
 struct LoadOptions {
   std::vector<std::string> overrides;  // "a.b.c=value", applied in order after the files

@@ -28,20 +28,30 @@ EgressPort& Switch::add_port(const PortConfig& cfg) {
   return *ports_.back();
 }
 
+Bytes shared_pool_of(const BufferConfig& cfg, std::size_t ports) {
+  const auto lossless_count = cfg.pfc ? std::popcount(cfg.lossless) : 0;
+  const auto n = static_cast<Bytes::rep>(ports);
+  return cfg.buffer - cfg.reserved * (n * (lossless_count + 1)) -
+         cfg.headroom * (n * lossless_count);
+}
+
+std::string buffer_shortfall(const BufferConfig& cfg, std::size_t ports) {
+  if (shared_pool_of(cfg, ports) >= Bytes(0)) return {};
+  const auto lossless_count = cfg.pfc ? std::popcount(cfg.lossless) : 0;
+  const auto n = static_cast<Bytes::rep>(ports);
+  return fmt::format(
+      "buffer {} is smaller than the reserved ({} x {}) and headroom ({} x {}) space of {} "
+      "ports; raise switch.buffer or lower switch.reserved / switch.headroom",
+      to_string(cfg.buffer), n * (lossless_count + 1), to_string(cfg.reserved), n * lossless_count,
+      to_string(cfg.headroom), ports);
+}
+
 void Switch::seal() {
   queues_.assign(ports_.size() * 8, IngressQueue{});
-  // Reserved space for every lossless priority and one lossy class per port; headroom for every
-  // lossless priority per port. What is left is the shared pool.
-  const auto lossless_count = cfg_.pfc ? std::popcount(cfg_.lossless) : 0;
-  const auto ports = static_cast<Bytes::rep>(ports_.size());
-  shared_pool_ = cfg_.buffer - cfg_.reserved * (ports * (lossless_count + 1)) -
-                 cfg_.headroom * (ports * lossless_count);
+  shared_pool_ = shared_pool_of(cfg_, ports_.size());
   if (shared_pool_ < Bytes(0))
-    throw std::invalid_argument(fmt::format(
-        "switch {}: buffer {} is smaller than its reserved ({} x {}) and headroom ({} x {}) space; "
-        "raise switch.buffer or lower switch.reserved / switch.headroom",
-        name_, to_string(cfg_.buffer), ports * (lossless_count + 1), to_string(cfg_.reserved),
-        ports * lossless_count, to_string(cfg_.headroom)));
+    throw std::invalid_argument(
+        fmt::format("switch {}: {}", name_, buffer_shortfall(cfg_, ports_.size())));
 }
 
 Bytes Switch::threshold() const {

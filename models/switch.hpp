@@ -62,6 +62,13 @@ struct BufferConfig {
   std::uint8_t ecn_priorities = 0;  // bitmask
 };
 
+// What is left of the buffer of a switch with `ports` ports for its shared pool, once every
+// ingress (port, priority) has its reserved space (each lossless priority and one lossy class)
+// and each lossless one its headroom. Negative: the buffer cannot hold its own reservations.
+Bytes shared_pool_of(const BufferConfig& cfg, std::size_t ports);
+// Why such a switch cannot be built ("" when it can): the message names the keys to change.
+std::string buffer_shortfall(const BufferConfig& cfg, std::size_t ports);
+
 // Picks the egress port of switch `switch_index` for a packet.
 class Forwarding {
  public:

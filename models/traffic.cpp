@@ -4,9 +4,26 @@
 
 namespace fabricsim {
 
+std::uint64_t message_count(const TrafficSpec& spec, std::uint32_t hosts) {
+  std::uint64_t destinations = 0;  // (sender, receiver) pairs
+  switch (spec.pattern) {
+    case TrafficPattern::kIncast:
+      destinations = hosts > 0 ? hosts - 1 : 0;
+      break;
+    case TrafficPattern::kPermutation:
+      destinations = hosts > 1 && spec.shift % hosts != 0 ? hosts : 0;
+      break;
+    case TrafficPattern::kAllToAll:
+      destinations = static_cast<std::uint64_t>(hosts) * (hosts > 0 ? hosts - 1 : 0);
+      break;
+  }
+  return destinations * spec.messages_per_destination;
+}
+
 std::vector<Message> generate_messages(const TrafficSpec& spec, std::uint32_t hosts,
                                        const RngStreams& rng) {
   std::vector<Message> out;
+  out.reserve(message_count(spec, hosts));
   for (std::uint32_t src = 0; src < hosts; ++src) {
     std::vector<std::uint32_t> destinations;
     switch (spec.pattern) {

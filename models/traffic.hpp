@@ -30,6 +30,9 @@ struct TrafficSpec {
   Time start_jitter = Time::zero();
 };
 
+// How many messages generate_messages makes, without making them (for size estimates).
+std::uint64_t message_count(const TrafficSpec& spec, std::uint32_t hosts);
+
 // Messages in the order (sender, then its sequence); ids are indices into the result.
 std::vector<Message> generate_messages(const TrafficSpec& spec, std::uint32_t hosts,
                                        const RngStreams& rng);

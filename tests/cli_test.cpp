@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/sweep.hpp"
 #include "fabricsim/version.hpp"
+#include "tests/cli_run.hpp"
 #include "tests/temp_dir.hpp"
 
 using namespace fabricsim;
@@ -19,23 +20,9 @@ namespace {
 
 const std::string kSource = FABRICSIM_SOURCE_DIR;
 
-struct Outcome {
-  int code;
-  std::string out, err;
-};
-
-Outcome cli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = cli_main(args, out, err);
-  return {code, out.str(), err.str()};
-}
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using tests::cli;
+using tests::Outcome;
+using tests::read;
 
 using fabricsim::tests::temp_dir;
 
@@ -440,4 +427,104 @@ TEST(Sweep, MpirunSpreadsThePointsAndGathersTheSameSummary) {
     EXPECT_TRUE(fs::exists(many / fmt::format("point-{:03}", i) / "results.json")) << i;
   fs::remove_all(many);
   fs::remove_all(one);
+}
+
+namespace {
+
+// 16 hosts, 4 per leaf, 4 spines, hash ECMP: a permutation that sends every host across leaves
+// collides on uplinks differently per seed (routing hashes with it); with destination-mod-k
+// routing the paths and so the results are the same for every seed.
+const std::string kEcmpLuck = R"(name = "ecmp-luck"
+[simulation]
+stop_time = "100ms"
+[fabric]
+kind = "leaf-spine"
+hosts = 16
+hosts_per_leaf = 4
+spines = 4
+link_rate = "100Gbps"
+[switch]
+buffer = "4MiB"
+pfc = true
+)";
+const std::string kEcmpTraffic = R"(
+[traffic]
+pattern = "permutation"
+shift = 4
+message_size = "1MiB"
+)";
+
+std::string write_scenario(const fs::path& dir, const std::string& name, const std::string& text) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name) << text;
+  return (dir / name).string();
+}
+
+// Column `column` of the CSV's first data row.
+double csv_field(const std::string& csv, std::size_t column) {
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);  // header
+  std::getline(lines, line);
+  std::istringstream fields(line);
+  std::string field;
+  for (std::size_t i = 0; i <= column; ++i) std::getline(fields, field, ',');
+  return std::stod(field);
+}
+
+}  // namespace
+
+TEST(Seeds, RunAndCompareReportTheSpreadAndWarnWhenHashingDecides) {
+  const fs::path dir = temp_dir("seeds");
+  const std::string hashed = write_scenario(dir, "hash.toml", kEcmpLuck + kEcmpTraffic);
+  const Outcome run = cli({"run", hashed, "--seeds", "5", "--out", (dir / "out").string()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("over 5 seeds (1..5)"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("warning: makespan_us varies by"), std::string::npos) << run.out;
+  const std::string json = read(dir / "out" / "results.json");
+  EXPECT_NE(json.find("\"seeds\""), std::string::npos) << json;
+  // dmodk: one path per destination whatever the seed, so every seed gives the same run.
+  std::string dmodk = kEcmpLuck + kEcmpTraffic;
+  dmodk.insert(dmodk.find("link_rate"), "routing = \"dmodk\"\n");
+  const std::string fixed = write_scenario(dir, "dmodk.toml", dmodk);
+  const Outcome steady = cli({"run", fixed, "--seeds", "5", "--out", (dir / "o2").string()});
+  ASSERT_EQ(steady.code, 0) << steady.err;
+  EXPECT_NE(steady.out.find("over 5 seeds"), std::string::npos) << steady.out;
+  EXPECT_EQ(steady.out.find("warning:"), std::string::npos) << steady.out;
+  const Outcome cmp = cli({"compare", hashed, fixed, "--seeds", "3"});
+  ASSERT_EQ(cmp.code, 0) << cmp.err;
+  EXPECT_NE(cmp.out.find("(values over several seeds are means)"), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("warning: ecmp-luck: makespan_us"), std::string::npos) << cmp.out;
+  fs::remove_all(dir);
+}
+
+TEST(Seeds, NcclTestsAveragesTimeOverSeedsAsSeparateRunsWould) {
+  const fs::path dir = temp_dir("nccl_seeds");
+  const std::string scenario = write_scenario(dir, "hash.toml", kEcmpLuck);
+  const std::vector<std::string> base{
+      "nccl-tests", "alltoall_perf", "--scenario", scenario, "-b", "1M", "-e", "1M", "--csv", "-"};
+  // The mean out-of-place time (CSV column 5) is the mean of the four single-seed runs.
+  double sum = 0, lo = 1e300, hi = 0;
+  for (int seed = 1; seed <= 4; ++seed) {
+    auto args = base;
+    args.insert(args.end(), {"--set", fmt::format("seed={}", seed)});
+    const Outcome one = cli(args);
+    ASSERT_EQ(one.code, 0) << one.err;
+    const double t = csv_field(one.out, 5);
+    sum += t;
+    lo = std::min(lo, t);
+    hi = std::max(hi, t);
+  }
+  EXPECT_GT(hi, lo) << "the seeds should route the all-to-all differently";
+  auto args = base;
+  args.insert(args.end(), {"--seeds", "4"});
+  const Outcome four = cli(args);
+  ASSERT_EQ(four.code, 0) << four.err;
+  EXPECT_NEAR(csv_field(four.out, 5), sum / 4, 1e-9 * sum);
+  auto text_args = std::vector<std::string>(base.begin(), base.end() - 2);
+  text_args.insert(text_args.end(), {"--seeds", "4"});
+  const Outcome text = cli(text_args);
+  EXPECT_NE(text.out.find("# fabricsim: times are means over seeds 1 to 4"), std::string::npos)
+      << text.out;
+  fs::remove_all(dir);
 }
