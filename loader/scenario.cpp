@@ -177,6 +177,12 @@ void read_fabric(ConfigReader& fab, Scenario& s, bool has_servers) {
   f.rail_optimized = fab.boolean("rail_optimized", false);
   s.network.path_selection =
       to_selection(fab.choice("routing", "ecmp", {"ecmp", "spray", "dmodk"}));
+  // Spraying spreads a flow's packets over every equal-cost port; the flow level has one path
+  // per flow and would put every sprayed flow on the same one (silently colliding them all).
+  if (s.network.path_selection == PathSelection::kSpray && s.fidelity == Fidelity::kFlow)
+    fab.error("routing",
+              "\"spray\" is per packet: it needs fidelity = \"packet\" (the flow "
+              "level routes each flow on one path; use \"ecmp\" or \"dmodk\")");
   s.network.switch_latency = f.switch_latency;
 }
 

@@ -175,6 +175,15 @@ TEST_F(BadInput, CheckRefusesWhatRunWouldRefuseAtTheScenariosOwnPosition) {
   both_refuse(typo, typo + ":42:18: [sweep] fabric.hostz=9:", "did you mean 'hosts'?");
 }
 
+TEST_F(BadInput, SprayingAtFlowLevelIsRefusedInsteadOfCollidingEveryFlow) {
+  // The flow level routes a flow on one path; "spray" once put every flow on the same one.
+  const std::string file = write(
+      "spray.toml", default_with({{"kind = \"star\"", "kind = \"star\"\nrouting = \"spray\""}}));
+  both_refuse(file, file + ":22:11: fabric.routing:", "needs fidelity = \"packet\"",
+              {"--fidelity", "flow"});
+  EXPECT_EQ(cli({"check", file}).code, 0);  // at packet level it sprays
+}
+
 TEST_F(BadInput, APermutationThatMapsEveryHostToItselfIsRefused) {
   // shift 9 on 9 hosts: host h sends to (h + 9) mod 9 = h, so nothing would run.
   const std::string file =

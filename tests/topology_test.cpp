@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -159,6 +160,47 @@ TEST(Routing, FatTreePathsAreShortestUpDownAndSpreadOverAllCores) {
   EXPECT_EQ(r.path(0, 127, 1, PathSelection::kDestModK),
             r.path(0, 127, 2, PathSelection::kDestModK));
   EXPECT_EQ(r.next_hops(r.endpoint_switch(0), 127).size(), 4u);  // k/2 uplinks at the edge
+}
+
+TEST(Routing, DestModKOnARailOptimizedLeafSpineUsesEveryParallelLinkOncePerDestination) {
+  // 8 x DGX H100, rail-optimized on 16-port switches: leaf k holds NIC k of the 8 servers
+  // (endpoints k, 8 + k, ...), 8 uplinks each; 64 uplinks / 16 ports = 4 spines, so every
+  // leaf has 2 parallel links to every spine. D-mod-K numbers destinations leaf by leaf, so
+  // the 8 destinations of a leaf take the 8 uplinks of every other leaf one each, and come
+  // down the 2 links from each spine one each: no link carries two destinations. (Numbered
+  // by endpoint index, dest 8s + k mod 8 = k for all of leaf k's destinations: every spine
+  // sent them all down one of its two links, and 7/8 of a leaf's uplinks stayed idle.)
+  ClusterSpec c{.servers = 8,
+                .hosts = 0,
+                .server = server_preset("dgx-h100"),
+                .fabric = {.kind = FabricKind::kLeafSpine,
+                           .technology = "infiniband",
+                           .switch_ports = 16,
+                           .link_rate = 400_Gbps,
+                           .hosts_per_leaf = 8,
+                           .rail_optimized = true}};
+  const Topology t = build_cluster(c);
+  const Routing r = Routing::compute(t);
+  ASSERT_EQ(r.switch_count(), 8u + 4u);
+  const auto& g = t.graph();
+  for (std::size_t src_leaf = 0; src_leaf < 8; ++src_leaf) {
+    std::map<const LinkInfo*, std::set<std::size_t>> destinations;  // per link, both hops
+    for (std::size_t dst = 0; dst < r.endpoint_count(); ++dst) {
+      if (dst % 8 == src_leaf) continue;  // same rail: stays on the leaf
+      const auto path = r.path(src_leaf, dst, 0, PathSelection::kDestModK);
+      ASSERT_EQ(path.size(), 4u);  // NIC-leaf, leaf-spine, spine-leaf, leaf-NIC
+      destinations[&g[path[1]]].insert(dst);
+      destinations[&g[path[2]]].insert(dst);
+    }
+    // 8 uplinks carry 56 destinations (7 leaves x 8): 7 each, one of each leaf; the 2 x 4
+    // down-links into each other leaf carry its 8 destinations, one each.
+    EXPECT_EQ(destinations.size(), 8u + 7u * 8u) << "leaf " << src_leaf;
+    for (const auto& [link, dsts] : destinations) {
+      std::set<std::size_t> leaves;
+      for (const auto d : dsts) leaves.insert(d % 8);
+      EXPECT_EQ(leaves.size(), dsts.size()) << "a link carries two destinations of one leaf";
+    }
+  }
 }
 
 TEST(Routing, RingOrderCrossesEachServerBoundaryOnce) {

@@ -31,6 +31,10 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
       enqueue_(sim.bind<&FlowNetwork::enqueue>(*this)),
       update_(sim.bind<&FlowNetwork::on_update>(*this)),
       drain_(sim.bind<&FlowNetwork::on_drain>(*this)) {
+  // One path per flow: per-packet spraying has no flow-level equivalent here (the loader
+  // refuses it with the scenario's position).
+  if (params.path_selection == PathSelection::kSpray)
+    throw std::invalid_argument("the flow level cannot spray packets: use ECMP or dmodk");
   const auto& g = topo.graph();
   std::map<std::pair<int, int>, Vertex> gpus;
   std::map<int, int> gpus_per_server, nics_per_server;
@@ -289,8 +293,7 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
     r.latency += params_.switch_latency;
     // The sending NIC's per-message overhead (RDMA; as RdmaNic adds it at packet level).
     if (params_.nic.transport == Transport::kRdma) r.latency += params_.nic.message_overhead;
-    const std::uint64_t flow =
-        params_.path_selection == PathSelection::kSpray ? 0 : std::uint64_t{m.connection} << 1;
+    const std::uint64_t flow = std::uint64_t{m.connection} << 1;
     for (int guard = 0; guard < 64; ++guard) {
       const PortIndex p = routing_.select(s, m.dst, flow, params_.path_selection);
       const auto& port = routing_.ports(s)[p];

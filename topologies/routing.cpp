@@ -64,6 +64,16 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
     if (!found) throw FabricError(fmt::format("endpoint {} has no link to the fabric", g[ep].name));
   }
 
+  // Tree ranks: leaf offsets in leaf order, then each endpoint's position under its leaf.
+  {
+    std::vector<std::uint32_t> next(r.leaves_ + 1, 0);
+    for (const auto sw : r.endpoint_switch_)
+      ++next[static_cast<std::size_t>(r.leaf_of_switch_[sw]) + 1];
+    for (std::size_t l = 1; l <= r.leaves_; ++l) next[l] += next[l - 1];
+    r.tree_rank_.reserve(r.endpoint_switch_.size());
+    for (const auto sw : r.endpoint_switch_)
+      r.tree_rank_.push_back(next[static_cast<std::size_t>(r.leaf_of_switch_[sw])]++);
+  }
   r.switch_index_ = index_of;
   const std::size_t L = r.leaves_;
   r.table_.assign(S * L, 0);
@@ -102,10 +112,22 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
       if (inserted) {
         r.group_ports_.insert(r.group_ports_.end(), hops.begin(), hops.end());
         r.group_start_.push_back(static_cast<std::uint32_t>(r.group_ports_.size()));
+        r.add_dmodk_group(s, hops);
       }
       r.table_[s * L + leaf] = it->second;
     }
   }
+  r.leaf_up_switches_.assign(L, 0);
+  for (std::size_t s = 0; s < S; ++s)
+    if (r.leaf_of_switch_[s] >= 0) {
+      std::vector<std::int32_t> above;
+      for (const Port& p : r.ports_[s])
+        if (index_of[p.peer] >= 0 &&
+            std::find(above.begin(), above.end(), index_of[p.peer]) == above.end())
+          above.push_back(index_of[p.peer]);
+      r.leaf_up_switches_[static_cast<std::size_t>(r.leaf_of_switch_[s])] =
+          static_cast<std::uint32_t>(above.size());
+    }
   for (std::size_t a = 0; a < r.endpoint_count(); ++a) {
     const std::size_t leaf = static_cast<std::size_t>(r.leaf_of_switch_[r.endpoint_switch_[a]]);
     for (std::size_t s = 0; s < S; ++s)
@@ -115,6 +137,26 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
             g[r.switch_vertex_[s]].name, g[r.switch_vertex_[r.endpoint_switch_[a]]].name));
   }
   return r;
+}
+
+void Routing::add_dmodk_group(std::size_t s, const std::vector<PortIndex>& hops) {
+  std::vector<Vertex> peers;
+  std::vector<std::vector<PortIndex>> links;
+  for (const PortIndex p : hops) {
+    const Vertex peer = ports_[s][p].peer;
+    const auto at = std::find(peers.begin(), peers.end(), peer);
+    if (at == peers.end()) {
+      peers.push_back(peer);
+      links.push_back({p});
+    } else {
+      links[static_cast<std::size_t>(at - peers.begin())].push_back(p);
+    }
+  }
+  bool uniform = true;
+  for (const auto& l : links) uniform = uniform && l.size() == links.front().size();
+  for (const auto& l : links) dmodk_ports_.insert(dmodk_ports_.end(), l.begin(), l.end());
+  group_switches_.push_back(static_cast<std::uint32_t>(peers.size()));
+  group_parallel_.push_back(uniform ? static_cast<std::uint32_t>(links.front().size()) : 0);
 }
 
 std::span<const PortIndex> Routing::next_hops(std::size_t s, std::size_t dst) const {
@@ -128,16 +170,20 @@ PortIndex Routing::select(std::size_t s, std::size_t dst, std::uint64_t flow,
                           PathSelection mode) const {
   const auto hops = next_hops(s, dst);
   if (hops.size() == 1) return hops[0];
-  std::uint64_t pick;
-  switch (mode) {
-    case PathSelection::kDestModK:
-      pick = dst;
-      break;
-    default:
-      pick = mix(flow ^ mix(seed_ + s));
-      break;
-  }
-  return hops[pick % hops.size()];
+  if (mode != PathSelection::kDestModK) return hops[mix(flow ^ mix(seed_ + s)) % hops.size()];
+  const std::uint64_t rank = tree_rank_[dst];
+  const std::uint32_t g =
+      table_[s * leaves_ + static_cast<std::size_t>(leaf_of_switch_[endpoint_switch_[dst]])];
+  const std::uint32_t switches = group_switches_[g], parallel = group_parallel_[g];
+  const PortIndex* ports = dmodk_ports_.data() + group_start_[g];
+  if (parallel == 0) return ports[rank % hops.size()];
+  // Up: the next switch by rank, the link to it by what is left of the rank. Down (one next
+  // switch): the same link index the destination's traffic went up on.
+  const std::uint64_t stride =
+      switches > 1 ? switches
+                   : std::max<std::uint32_t>(1, leaf_up_switches_[static_cast<std::size_t>(
+                                                    leaf_of_switch_[endpoint_switch_[dst]])]);
+  return ports[(rank % switches) * parallel + (rank / stride) % parallel];
 }
 
 int Routing::switch_distance(std::size_t src, std::size_t dst) const {

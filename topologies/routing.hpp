@@ -12,8 +12,19 @@
 //   hash      ECMP: a hash of (flow id, seed, switch) picks the port; the switch index is mixed
 //             in so consecutive switches do not make correlated choices (hash polarization).
 //   spray     per-packet: the caller passes a per-packet value instead of the flow id.
-//   dmodk     destination-mod-k, as InfiniBand subnet managers route Fat-Trees: port
-//             index = destination endpoint index mod (number of next hops).
+//   dmodk     destination-mod-k, as InfiniBand subnet managers route Fat-Trees (Zahavi et
+//             al., "Optimized InfiniBand fat-tree routing for shift all-to-all communication
+//             patterns", 2010; OpenSM's ftree engine): port = destination's tree rank mod
+//             (number of next hops), where the tree rank numbers the endpoints leaf by leaf
+//             (leaf offset + position under its leaf). Where next hops include parallel
+//             links (fewest spines: 8 links from each leaf to each of 4 spines), the next
+//             switch is rank mod (next switches) and the link to it (rank / S) mod (parallel
+//             links), S being the next switches going up and, going down, the spines above the
+//             destination's leaf: a destination then comes down the same parallel index it
+//             went up on, and with m endpoints per leaf and m uplinks every link carries the
+//             flows to one destination of each leaf. Numbering by endpoint index instead broke
+//             on rail-optimized fabrics (a leaf holds every 8th endpoint): a spine sent all of
+//             a leaf's destinations over 2 of its 8 links to it.
 
 #include <cstdint>
 #include <span>
@@ -56,17 +67,24 @@ class Routing {
   std::size_t group_count() const { return group_start_.size() - 1; }
 
  private:
+  void add_dmodk_group(std::size_t s, const std::vector<PortIndex>& hops);
   std::vector<Vertex> switch_vertex_;
   std::vector<std::vector<Port>> ports_;
   std::vector<std::uint32_t> endpoint_switch_;
   std::vector<PortIndex> endpoint_port_;
   std::vector<Edge> endpoint_link_;
+  std::vector<std::uint32_t> tree_rank_;      // [endpoint] -> leaf-by-leaf number (dmodk)
   std::vector<std::int32_t> switch_index_;    // [vertex] -> switch index, -1 if not a switch
   std::vector<std::int32_t> leaf_of_switch_;  // leaf index of a switch, -1 if none
   std::vector<std::uint32_t> table_;          // [switch * leaves + leaf] -> group
   std::vector<std::uint16_t> distance_;       // [switch * leaves + leaf] -> hops
   std::vector<std::uint32_t> group_start_;    // groups: ports_flat_[start[g] .. start[g+1])
   std::vector<PortIndex> group_ports_;
+  // dmodk per group: its ports ordered by next switch (first-seen order), then port order;
+  // the number of next switches and of links to each (0 when they differ: plain rank mod).
+  std::vector<PortIndex> dmodk_ports_;  // same offsets as group_ports_
+  std::vector<std::uint32_t> group_switches_, group_parallel_;
+  std::vector<std::uint32_t> leaf_up_switches_;  // [leaf] -> distinct switches above it
   std::size_t leaves_ = 0;
   std::uint64_t seed_ = 0;
 };
