@@ -205,36 +205,41 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
       return p;
     };
     int per_peer = 64;
+    // Peers on the rank's own server one by one; all peers elsewhere give the same count (it
+    // depends only on the rank's NICs), so it is taken once per rank: linear in ranks times
+    // GPUs per server, not quadratic in ranks (16,384 GPUs).
+    std::map<int, std::vector<std::uint32_t>> ranks_of_server;
+    for (std::uint32_t a = 0; a < layout.ranks.size(); ++a)
+      ranks_of_server[layout.ranks[a].server].push_back(a);
     for (std::uint32_t a = 0; a < layout.ranks.size() && !rank_vertex.empty(); ++a) {
       const Vertex ga = rank_vertex[a];
       int nvlinks = 0;
       for (auto [e, end] = boost::out_edges(ga, g); e != end; ++e)
         if (g[*e].kind == LinkKind::kNvLink) nvlinks += g[*e].lanes;
-      for (std::uint32_t b = 0; b < layout.ranks.size(); ++b) {
+      const auto& local = ranks_of_server.at(layout.ranks[a].server);
+      for (const std::uint32_t b : local) {
         if (a == b) continue;
-        if (layout.ranks[a].server == layout.ranks[b].server) {
-          // Through NVSwitches every pair gets all of the GPU's links; else the direct ones.
-          int links = 0;
-          if (const auto direct = boost::edge(ga, rank_vertex[b], g); direct.second)
-            links = g[direct.first].lanes;
-          else if (nvlink_connected(g, ga, rank_vertex[b]))
-            links = nvlinks;
-          per_peer = std::min(per_peer, links > 0 ? 2 * links : 2);
-        } else {
-          int net = opt.channels_per_net_peer;
-          if (net <= 0) {
-            double gbs = 0;
-            int count = 0;
-            for (const auto& [e, hops] : nic_distance[a])
-              if (hops == nic_distance[a].at(layout.ranks[a].nic)) {
-                ++count;
-                gbs += static_cast<double>(g[routing.endpoint_link(e)].rate.bps()) / 8e9;
-              }
-            net = std::max(count, static_cast<int>(std::ceil(gbs / 14)));
-          }
-          per_peer = std::min(per_peer, net);
-        }
+        // Through NVSwitches every pair gets all of the GPU's links; else the direct ones.
+        int links = 0;
+        if (const auto direct = boost::edge(ga, rank_vertex[b], g); direct.second)
+          links = g[direct.first].lanes;
+        else if (nvlink_connected(g, ga, rank_vertex[b]))
+          links = nvlinks;
+        per_peer = std::min(per_peer, links > 0 ? 2 * links : 2);
       }
+      if (local.size() == layout.ranks.size()) continue;  // no peer on another server
+      int net = opt.channels_per_net_peer;
+      if (net <= 0) {
+        double gbs = 0;
+        int count = 0;
+        for (const auto& [e, hops] : nic_distance[a])
+          if (hops == nic_distance[a].at(layout.ranks[a].nic)) {
+            ++count;
+            gbs += static_cast<double>(g[routing.endpoint_link(e)].rate.bps()) / 8e9;
+          }
+        net = std::max(count, static_cast<int>(std::ceil(gbs / 14)));
+      }
+      per_peer = std::min(per_peer, net);
     }
     if (rank_vertex.empty())
       per_peer = opt.channels_per_net_peer > 0 ? opt.channels_per_net_peer : 2;
