@@ -1,5 +1,7 @@
 #include "topologies/analysis.hpp"
 
+#include <boost/pending/disjoint_sets.hpp>
+
 #include <fmt/format.h>
 #include <algorithm>
 #include <boost/graph/push_relabel_max_flow.hpp>
@@ -156,19 +158,16 @@ TopologySummary analyse(const Topology& topo, const Routing& routing, const Anal
     for (const int level : tier_levels) {
       // Groups: connected components of the switches of tier <= level (union-find over them).
       const std::size_t n = routing.switch_count();
-      std::vector<std::size_t> parent(n);
-      for (std::size_t i = 0; i < n; ++i) parent[i] = i;
-      const auto find = [&](std::size_t x) {
-        while (parent[x] != x) x = parent[x] = parent[parent[x]];
-        return x;
-      };
+      boost::disjoint_sets_with_storage<> sets(n);
+      for (std::size_t i = 0; i < n; ++i) sets.make_set(i);
+      const auto find = [&](std::size_t x) { return sets.find_set(x); };
       std::map<Vertex, std::size_t> index_of;
       for (std::size_t sw = 0; sw < n; ++sw) index_of[routing.switch_vertex(sw)] = sw;
       for (std::size_t sw = 0; sw < n; ++sw) {
         if (g[routing.switch_vertex(sw)].tier > level) continue;
         for (const auto& p : routing.ports(sw)) {
           const auto it = index_of.find(p.peer);
-          if (it != index_of.end() && g[p.peer].tier <= level) parent[find(sw)] = find(it->second);
+          if (it != index_of.end() && g[p.peer].tier <= level) sets.union_set(sw, it->second);
         }
       }
       std::map<std::size_t, int> group_of_root;  // root -> group, in first-switch order

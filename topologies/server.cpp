@@ -1,5 +1,7 @@
 #include "topologies/server.hpp"
 
+#include <boost/pending/disjoint_sets.hpp>
+
 #include <fmt/format.h>
 #include <algorithm>
 #include <map>
@@ -365,16 +367,13 @@ ServerSpec server_from_matrix(const TopoMatrix& m, const ServerSpec& defaults) {
   };
 
   // Sockets: devices connected by anything but SYS share a socket (union-find).
-  std::vector<std::size_t> parent(n);
-  std::iota(parent.begin(), parent.end(), 0);
-  const auto find = [&](std::size_t x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  };
+  boost::disjoint_sets_with_storage<> sets(n);
+  for (std::size_t i = 0; i < n; ++i) sets.make_set(i);
+  const auto find = [&](std::size_t x) { return sets.find_set(x); };
   for (std::size_t a = 0; a < n; ++a)
     for (std::size_t b = a + 1; b < n; ++b)
       if (rel(a, b) == "PIX" || rel(a, b) == "PXB" || rel(a, b) == "PHB" || rel(a, b) == "NODE")
-        parent[find(a)] = find(b);
+        sets.union_set(a, b);
   // GPUs only NVLinked to everything carry no PCIe information among themselves; NICs tie them.
   std::map<std::size_t, int> socket_of_root;
   std::vector<int> socket(n);
@@ -389,13 +388,13 @@ ServerSpec server_from_matrix(const TopoMatrix& m, const ServerSpec& defaults) {
 
   // PCIe switches: connected groups of devices that are PIX/PXB to each other (a GPU pair that
   // shows NV# still shares a switch through the NICs they are both PIX/PXB to).
-  std::iota(parent.begin(), parent.end(), 0);
+  for (std::size_t i = 0; i < n; ++i) sets.make_set(i);  // start again: one set per device
   const auto under_switch = [&](std::size_t a, std::size_t b) {
     return rel(a, b) == "PIX" || rel(a, b) == "PXB";
   };
   for (std::size_t a = 0; a < n; ++a)
     for (std::size_t b = a + 1; b < n; ++b)
-      if (under_switch(a, b)) parent[find(a)] = find(b);
+      if (under_switch(a, b)) sets.union_set(a, b);
   std::vector<int> switch_of(n, -1);
   std::map<std::size_t, int> switch_of_root;
   s.pcie_switches.clear();
