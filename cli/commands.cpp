@@ -282,13 +282,6 @@ int run_perftest_command(const PerftestCli& c, std::ostream& out) {
   return kExitOk;
 }
 
-int report_config_error(const ConfigError& e, std::ostream& err) {
-  for (const auto& m : e.messages()) err << "fabricsim: error: " << m << '\n';
-  return kExitUsage;
-}
-
-}  // namespace
-
 // A number above 0 that is finite: CLI11's PositiveNumber lets "nan" and "inf" through.
 const CLI::Validator finite_positive(
     [](std::string& text) {
@@ -311,6 +304,13 @@ std::optional<std::string> unknown_command(const CLI::App& app,
                      near ? fmt::format("; did you mean '{}'?", *near)
                           : fmt::format(" (commands: {})", fmt::join(names, ", ")));
 }
+
+int report_config_error(const ConfigError& e, std::ostream& err) {
+  for (const auto& m : e.messages()) err << "fabricsim: error: " << m << '\n';
+  return kExitUsage;
+}
+
+}  // namespace
 
 int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
              bool interactive) {

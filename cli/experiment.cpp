@@ -296,6 +296,7 @@ RunResult run_flow_level(const Scenario& scenario, const BuiltCluster& cluster,
   r.status = reason == StopReason::kIdle ? "completed" : "time-limit";
   r.sim_time = sim.now();
   r.events = sim.events_processed();
+  r.fingerprint = sim.fingerprint();
   const LogSummary summary = summarise(fabric.messages());
   r.metrics = summary.metrics;
   double peak_util = 0;
@@ -343,6 +344,7 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
   }
   r.sim_time = sim.now();
   r.events = sim.events_processed();
+  r.fingerprint = sim.fingerprint();
 
   const LogSummary summary = summarise(fabric.messages());
   const Time span = summary.span;

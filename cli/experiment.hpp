@@ -34,6 +34,9 @@ struct RunResult {
   std::vector<std::string> errors;  // transport errors and what stopped the run, one line each
   Time sim_time;
   std::uint64_t events = 0;
+  // Event-stream fingerprint of the run's simulations (Simulation::fingerprint), for tests;
+  // not written to results.json.
+  std::uint64_t fingerprint = 0;
   std::vector<Metric> metrics;
   std::vector<std::pair<std::string, std::uint64_t>> counters;
   std::vector<LinkLoad> bottlenecks;  // the busiest links of each layer, busiest layer first
@@ -65,6 +68,11 @@ inline constexpr std::uint64_t kMaxSweepPoints = 10'000;
 // permutation that maps every host to itself, and sizes past the limits above (unless
 // `force`). Throws ConfigError, each message at the scenario's position of the key to change.
 void preflight(const Scenario& scenario, const BuiltCluster& cluster, bool force);
+
+// Folds a simulation's fingerprint into `into` (runs made of several simulations).
+inline void fold_fingerprint(std::uint64_t& into, std::uint64_t fingerprint) {
+  into = (into ^ fingerprint) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
+}
 
 // PFC pause frames sent, over all ports, from a run's counters.
 std::uint64_t pfc_pause_frames(const std::vector<std::pair<std::string, std::uint64_t>>& counters);

@@ -175,6 +175,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
       bw_sum += row.busbw[placement];
       ++bw_count;
     }
+    fold_fingerprint(result.fingerprint, sim.fingerprint());
     if (!result.errors.empty()) break;
     const auto loads = fabric.bottlenecks(cluster, sim.now() - row_start, {}, 1, &baseline);
     if (!loads.empty()) row.bounded_by = loads.front().layer;
@@ -194,6 +195,7 @@ NcclTestsResult run_nccl_tests_seeds(const Scenario& scenario, const NcclTestsAr
     s.seed = scenario.seed + static_cast<std::uint64_t>(i);
     const BuiltCluster cluster(s);
     runs.push_back(run_nccl_tests(s, cluster, args));
+    fold_fingerprint(out.fingerprint, runs.back().fingerprint);
     out.seeds.push_back(s.seed);
     for (const auto& e : runs.back().errors)
       out.errors.push_back(fmt::format("seed {}: {}", s.seed, e));

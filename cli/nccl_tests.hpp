@@ -68,6 +68,7 @@ struct NcclTestsResult {
   std::vector<NcclTestsRow> rows;
   double avg_busbw = 0;               // over all rows, out-of-place and in-place
   std::vector<std::string> errors;    // transport errors (a row then did not complete)
+  std::uint64_t fingerprint = 0;      // of every size's simulation, in order (tests)
   std::vector<std::uint64_t> seeds;   // with several seeds: the seeds run (else empty)
   std::vector<std::string> warnings;  // sizes whose busbw spreads over kSeedSpreadWarning
 };

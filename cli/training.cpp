@@ -19,6 +19,7 @@ struct TrainingRun {
   std::vector<LinkLoad> bottlenecks;
   Time sim_time{};
   std::uint64_t events = 0;
+  std::uint64_t fingerprint = 0;
   int channels = 0;
 };
 
@@ -89,6 +90,7 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   }
   r.sim_time = sim.now();
   r.events = sim.events_processed();
+  r.fingerprint = sim.fingerprint();
   r.channels = engine.channels(dp_first);
   for (const auto& c : sim.probes().counters())
     r.counters.emplace_back(std::string(c.name), c.value);
@@ -131,6 +133,8 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
                                    to_string(scenario.simulation.stop_time)));
   r.sim_time = full.sim_time;
   r.events = full.events;
+  fold_fingerprint(r.fingerprint, full.fingerprint);
+  fold_fingerprint(r.fingerprint, alone.fingerprint);
   r.counters = full.counters;
   r.bottlenecks = full.bottlenecks;
   const double n = scenario.cluster.servers;

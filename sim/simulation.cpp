@@ -60,6 +60,10 @@ StopReason Simulation::run_until(Time limit) {
       }
     }
     ++events_processed_;
+    // FNV-1a-style fold of (time, handler, payload): a multiply per field, no branch.
+    fingerprint_ = (fingerprint_ ^ static_cast<std::uint64_t>(e.time.ps())) * 0x100000001b3ull;
+    fingerprint_ = (fingerprint_ ^ e.handler) * 0x100000001b3ull;
+    fingerprint_ = (fingerprint_ ^ e.payload) * 0x100000001b3ull;
     const Handler& h = handlers_[e.handler];
     h.fn(h.self, e.payload);
     if (events_processed_ >= next_progress) [[unlikely]] {

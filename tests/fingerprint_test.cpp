@@ -1,0 +1,76 @@
+// Event-stream fingerprints (Simulation::fingerprint) of one run of each kind: packet and flow
+// traffic, collectives at both levels, a training step. A change to which events run, when or
+// in what order changes them, so a refactor that must keep behaviour (issue 16) shows here
+// first. To accept an intended change: FABRICSIM_UPDATE_GOLDEN=1 ctest -R Fingerprint, and say
+// why in the commit.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cli/experiment.hpp"
+#include "cli/nccl_tests.hpp"
+#include "cli/training.hpp"
+#include "loader/scenario.hpp"
+
+using namespace fabricsim;
+
+namespace {
+
+const std::string kSource = FABRICSIM_SOURCE_DIR;
+const std::string kGolden = kSource + "/tests/data/fingerprints.txt";
+
+Scenario load(const std::string& file, std::vector<std::string> overrides = {}) {
+  return load_scenario(kSource + "/" + file, {.overrides = std::move(overrides)});
+}
+
+std::uint64_t traffic(const Scenario& s) {
+  const BuiltCluster c(s);
+  return run_scenario(s, c).fingerprint;
+}
+
+std::uint64_t collectives(const Scenario& s) {
+  const BuiltCluster c(s);
+  NcclTestsArgs a;
+  a.min_bytes = 1 << 20;
+  a.max_bytes = 4 << 20;
+  a.step_factor = 4;
+  return run_nccl_tests(s, c, a).fingerprint;
+}
+
+std::uint64_t training(const Scenario& s) {
+  const BuiltCluster c(s);
+  return run_training(s, c).fingerprint;
+}
+
+// name -> fingerprint of every run kind.
+std::map<std::string, std::uint64_t> fingerprints() {
+  return {
+      {"traffic-packet", traffic(load("tests/data/golden.toml"))},
+      {"traffic-flow", traffic(load("tests/data/golden.toml", {"fidelity=\"flow\""}))},
+      {"nccl-packet", collectives(load("tests/data/nccl_star.toml"))},
+      {"nccl-flow-dgx", collectives(load("tests/data/workload.toml"))},
+      {"training-flow", training(load("tests/data/workload.toml"))},
+  };
+}
+
+}  // namespace
+
+TEST(Fingerprint, EveryKindOfRunKeepsItsEventStream) {
+  const auto now = fingerprints();
+  std::string text;
+  for (const auto& [name, fp] : now) text += fmt::format("{} {:016x}\n", name, fp);
+  if (std::getenv("FABRICSIM_UPDATE_GOLDEN") != nullptr) std::ofstream(kGolden) << text;
+  std::ifstream in(kGolden);
+  std::stringstream golden;
+  golden << in.rdbuf();
+  EXPECT_EQ(text, golden.str()) << "event streams differ from " << kGolden;
+  for (const auto& [name, fp] : now) EXPECT_NE(fp, 0u) << name << " ran no event";
+  // Deterministic in one process too, and sensitive: another seed moves the start jitter.
+  EXPECT_EQ(traffic(load("tests/data/golden.toml")), now.at("traffic-packet"));
+  EXPECT_NE(traffic(load("tests/data/golden.toml", {"seed=2"})), now.at("traffic-packet"));
+}
