@@ -157,11 +157,13 @@ Packet* RdmaNic::pull(EgressPort& port) {
     } else {
       ++qp.next_psn;
     }
-    // Pacing at RC: the next packet of this QP may start wire_bytes / RC from now.
+    // Pacing at RC: the next packet of this QP may start wire_bytes / RC from now, by the
+    // links' one rounding rule (tx_time: up to the picosecond) with RC in whole bits/s
+    // (rounded down: a paced QP never runs above its rate).
     if (qp.rate_bps < line_bps_)
-      qp.next_send =
-          now +
-          Time::from_ps(static_cast<Time::rep>(std::ceil(p->wire_bytes * 8e12 / qp.rate_bps)));
+      qp.next_send = now + tx_time(Bytes(p->wire_bytes),
+                                   Bandwidth::from_bps(std::max<Bandwidth::rep>(
+                                       1, static_cast<Bandwidth::rep>(qp.rate_bps))));
     return p;
   }
   if (earliest != Time::max() && earliest < wakeup_at_) {
