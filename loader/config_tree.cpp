@@ -249,10 +249,14 @@ void ConfigDocument::merge_file(const fs::path& file, std::vector<fs::path>& cha
       throw ConfigError(
           {fmt::format("{}: extends: expected a file name such as \"base.toml\", got {}",
                        where(ext), describe(*ext))});
+    const fs::path base_file = file.parent_path() / base->get();
     try {
-      merge_file(file.parent_path() / base->get(), chain, into);
+      merge_file(base_file, chain, into);
     } catch (const ConfigError& e) {
-      if (e.messages().size() != 1 || e.messages().front().starts_with(where(ext))) throw;
+      // An error about the base file as a whole (missing, too large, a cycle) is positioned
+      // at the `extends` that names it; errors inside it carry their own position.
+      if (e.messages().size() != 1 || !e.messages().front().starts_with(base_file.string() + ": "))
+        throw;
       throw ConfigError({fmt::format("{}: extends: {}", where(ext), e.messages().front())});
     }
   }
