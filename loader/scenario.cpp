@@ -212,13 +212,16 @@ void read_nic(ConfigReader& nic, Scenario& s) {
                               : infiniband ? Bytes(30)
                                            : Bytes(86),
                               false);
-  n.priority = static_cast<std::uint8_t>(nic.integer("priority", tcp ? 0 : 3, 0, 7));
-  n.cnp_priority = static_cast<std::uint8_t>(nic.integer("cnp_priority", 6, 0, 7));
-  n.ack_interval = static_cast<int>(nic.integer("ack_interval", 1, 1, 1 << 20));
-  n.out_of_order_placement = nic.boolean("out_of_order_placement", false);
-  // NCCL's defaults (NCCL_IB_TIMEOUT=20, NCCL_IB_RETRY_CNT=7 since 2.23).
-  n.ib_timeout = static_cast<int>(nic.integer("ib_timeout", 20, 0, 31));
-  n.ib_retry_cnt = static_cast<int>(nic.integer("ib_retry_cnt", 7, 0, 7));
+  // Defaults from the struct (one source; their citations are there).
+  const RdmaConfig defaults{};
+  n.priority =
+      static_cast<std::uint8_t>(nic.integer("priority", tcp ? 0 : defaults.priority, 0, 7));
+  n.cnp_priority =
+      static_cast<std::uint8_t>(nic.integer("cnp_priority", defaults.cnp_priority, 0, 7));
+  n.ack_interval = static_cast<int>(nic.integer("ack_interval", defaults.ack_interval, 1, 1 << 20));
+  n.out_of_order_placement = nic.boolean("out_of_order_placement", defaults.out_of_order_placement);
+  n.ib_timeout = static_cast<int>(nic.integer("ib_timeout", defaults.ib_timeout, 0, 31));
+  n.ib_retry_cnt = static_cast<int>(nic.integer("ib_retry_cnt", defaults.ib_retry_cnt, 0, 7));
   n.message_overhead = nic.time("message_overhead", Time::zero(), true);
   n.message_rate_mpps = nic.real("message_rate_mpps", 0.0, 0.0, 1e6);
   s.network.host.gpudirect = nic.boolean("gpudirect", true);
@@ -349,9 +352,11 @@ void read_nccl(ConfigReader& r, Scenario& s) {
   }
   if (r.has("gpudirect")) s.network.host.gpudirect = r.boolean("gpudirect", true);
   if (r.has("NCCL_IB_TIMEOUT"))
-    s.network.nic.ib_timeout = static_cast<int>(r.integer("NCCL_IB_TIMEOUT", 20, 1, 31));
+    s.network.nic.ib_timeout =
+        static_cast<int>(r.integer("NCCL_IB_TIMEOUT", RdmaConfig{}.ib_timeout, 1, 31));
   if (r.has("NCCL_IB_RETRY_CNT"))
-    s.network.nic.ib_retry_cnt = static_cast<int>(r.integer("NCCL_IB_RETRY_CNT", 7, 0, 7));
+    s.network.nic.ib_retry_cnt =
+        static_cast<int>(r.integer("NCCL_IB_RETRY_CNT", RdmaConfig{}.ib_retry_cnt, 0, 7));
   const auto topo_file = r.file("NCCL_TOPO_FILE");
   if (topo_file) {
     // NCCL reads it as its view of the node; it must be a topology NCCL can load.

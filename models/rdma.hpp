@@ -91,7 +91,10 @@ struct RdmaConfig {
   std::uint8_t cnp_priority = 6;
   int ack_interval = 1;
   bool out_of_order_placement = false;  // RDMA: accept packets in any order (see above)
-  int ib_timeout = 14;                  // local ACK timeout exponent: 4.096 us x 2^ib_timeout
+  // Local ACK timeout exponent (4.096 us x 2^ib_timeout) and retries before the QP errors:
+  // NCCL's defaults, src/transport/net_ib/connect.cc lines 15-16 (NCCL_IB_TIMEOUT 20,
+  // NCCL_IB_RETRY_CNT 7). The loader takes its defaults from here.
+  int ib_timeout = 20;
   int ib_retry_cnt = 7;
   // RDMA only: the NIC's own time per message from the doorbell to its first packet (WQE
   // fetch, DMA set-up), a latency: consecutive messages' processing overlaps, so it does not

@@ -159,6 +159,12 @@ TEST(Scenario, NcclTableSetsTheEnvironmentAndATopologyFileMakesRingsLeafAware) {
   EXPECT_EQ(plain.nccl.server_order, "hostfile");
   EXPECT_FALSE(plain.nccl.algo.has_value());
   EXPECT_EQ(plain.nccl.buffsize, Bytes(4 << 20));
+  // NCCL's IB defaults (src/transport/net_ib/connect.cc: NCCL_IB_TIMEOUT 20, NCCL_IB_RETRY_CNT
+  // 7), the same from a scenario and from the struct a model is built with in code (the struct
+  // once said 14).
+  EXPECT_EQ(plain.network.nic.ib_timeout, 20);
+  EXPECT_EQ(RdmaConfig{}.ib_timeout, 20);
+  EXPECT_EQ(plain.network.nic.ib_retry_cnt, RdmaConfig{}.ib_retry_cnt);
   const Scenario s = load_scenario_text(
       base +
           "[nccl]\nNCCL_ALGO = \"Tree\"\nNCCL_PROTO = \"LL128\"\nNCCL_BUFFSIZE = 1048576\n"
