@@ -35,6 +35,9 @@ RunFn run_function(const Scenario& s) {
 
 namespace {
 
+constexpr const char* kForceHelp =
+    "Run even when a size estimate (messages, samples, sweep points) is over its limit";
+
 // `--fidelity F` as the scenario override it stands for.
 std::string fidelity_override(const std::string& fidelity) {
   return fmt::format("fidelity=\"{}\"", fidelity);
@@ -160,6 +163,7 @@ struct NcclTestsCli {
   std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
   std::string json, csv;
   int seeds = 0;  // 0: the scenario's simulation.seeds
+  bool force = false;
 };
 
 void add_nccl_tests(CLI::App& app, NcclTestsCli& c) {
@@ -206,6 +210,7 @@ void add_nccl_tests(CLI::App& app, NcclTestsCli& c) {
                   "Run the sweep with N seeds from the scenario's and print mean times, busbw "
                   "min and max (default: simulation.seeds)")
       ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--force", c.force, kForceHelp);
   cmd->add_option("--json", c.json, "Also write the results as JSON to FILE (- for stdout)");
   cmd->add_option("--csv", c.csv, "Also write the results as CSV to FILE (- for stdout)");
 }
@@ -231,7 +236,7 @@ int run_nccl_tests_command(NcclTestsCli& c, std::ostream& out, std::ostream& err
   }
   const Scenario s = load_scenario(c.scenario, overridden(c.overrides, c.fidelity));
   const BuiltCluster cluster(s);
-  preflight(s, cluster, false);
+  preflight(s, cluster, c.force);
   const int seeds = c.seeds > 0 ? c.seeds : s.simulation.seeds;
   const NcclTestsResult r =
       seeds > 1 ? run_nccl_tests_seeds(s, a, seeds) : run_nccl_tests(s, cluster, a);
@@ -254,6 +259,7 @@ struct PerftestCli {
   std::string scenario;
   std::vector<std::string> overrides;
   std::string fidelity;
+  bool force = false;
 };
 
 void add_perftest(CLI::App& app, PerftestCli& c) {
@@ -272,12 +278,13 @@ void add_perftest(CLI::App& app, PerftestCli& c) {
   cmd->add_option("-n,--iters", c.args.iters, "Iterations (printed; default 5000, latency 1000)")
       ->check(CLI::Range(1, 1 << 30));
   cmd->add_flag("--report_gbits", c.args.report_gbits, "Bandwidth in Gb/s instead of MiB/s");
+  cmd->add_flag("--force", c.force, kForceHelp);
 }
 
 int run_perftest_command(const PerftestCli& c, std::ostream& out) {
   const Scenario s = load_scenario(c.scenario, overridden(c.overrides, c.fidelity));
   const BuiltCluster cluster(s);
-  preflight(s, cluster, false);
+  preflight(s, cluster, c.force);
   out << perftest_text(s, c.args, run_perftest(s, cluster, c.args));
   return kExitOk;
 }
@@ -345,9 +352,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
                   "With a [workload]: write the step timeline as a Chrome/Perfetto trace (JSON)");
   run->add_flag("--no-sweep", no_sweep, "Run the scenario itself, ignoring its [sweep]");
   bool force = false;
-  const char* force_help =
-      "Run even when the size estimate (messages, samples, sweep points) is over its limit";
-  run->add_flag("--force", force, force_help);
+  run->add_flag("--force", force, kForceHelp);
   int run_seeds_count = 0;
   run->add_option("--seeds", run_seeds_count,
                   "Run N seeds from the scenario's (seed, seed+1, ...) and report each metric's "
@@ -359,7 +364,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   CLI::App* check = app.add_subcommand("check", "Validate a scenario without running it");
   check_args.add_to(*check);
   check->add_flag("--resolved", resolved, "Print the scenario as it would run, defaults included");
-  check->add_flag("--force", force, force_help);
+  check->add_flag("--force", force, kForceHelp);
 
   TopoArgs topo_args;
   CLI::App* topo =
@@ -385,6 +390,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
                 "packet or flow for every scenario");
   std::string compare_html;
   compare->add_option("--html", compare_html, "Also write the comparison as an HTML report");
+  compare->add_flag("--force", force, kForceHelp);
   int compare_seeds = 0;
   compare
       ->add_option("--seeds", compare_seeds,
@@ -495,6 +501,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
         }
         err << fmt::format("  running {} ({}/{})\n", sc.name, i + 1, scenarios.size())
             << std::flush;
+        const BuiltCluster cluster(sc);
+        preflight(sc, cluster, force);
         const int count = compare_seeds > 0 ? compare_seeds : sc.simulation.seeds;
         if (count > 1) {
           const SeedsResult sr = run_seeds(sc, count, run_function(sc));
@@ -502,8 +510,6 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
           for (const auto& w : sr.warnings) spread_notes.push_back(sc.name + ": " + w);
           continue;
         }
-        const BuiltCluster cluster(sc);
-        preflight(sc, cluster, false);
         results.push_back(run_function(sc)(sc, cluster));
       }
       out << compare_report(scenarios, results);

@@ -161,9 +161,9 @@ Packet* RdmaNic::pull(EgressPort& port) {
     // links' one rounding rule (tx_time: up to the picosecond) with RC in whole bits/s
     // (rounded down: a paced QP never runs above its rate).
     if (qp.rate_bps < line_bps_)
-      qp.next_send = now + tx_time(Bytes(p->wire_bytes),
-                                   Bandwidth::from_bps(std::max<Bandwidth::rep>(
-                                       1, static_cast<Bandwidth::rep>(qp.rate_bps))));
+      qp.next_send =
+          now + tx_time(Bytes(p->wire_bytes), Bandwidth::from_bps(std::max<Bandwidth::rep>(
+                                                  1, static_cast<Bandwidth::rep>(qp.rate_bps))));
     return p;
   }
   if (earliest != Time::max() && earliest < wakeup_at_) {

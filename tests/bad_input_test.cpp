@@ -144,6 +144,9 @@ TEST_F(BadInput, SizesPastTheirLimitsAreRefusedWithTheEstimateUnlessForced) {
                                        {"messages = 1", "messages = 1000000"}}));
   both_refuse(msgs, msgs + ":38:12: traffic.messages:", "999000000000 messages (1000 hosts)");
   EXPECT_EQ(cli({"check", msgs, "--force"}).code, 0);  // the estimate is the only objection
+  const Outcome cmp = cli({"compare", msgs});
+  EXPECT_EQ(cmp.code, 2);
+  EXPECT_NE(cmp.err.find("traffic.messages:"), std::string::npos) << cmp.err;
   // 250 x 250 sweep points.
   std::string seeds, counts;
   for (int i = 1; i <= 250; ++i) {
