@@ -16,7 +16,7 @@ ClusterSpec fat_tree_16k() {
                      .hosts = 0,
                      .server = server_preset("dgx-h100"),
                      .fabric = {.kind = FabricKind::kFatTree,
-                                .technology = "infiniband",
+                                .technology = Technology::kInfiniband,
                                 .link_rate = 400_Gbps,
                                 .k = 64,
                                 .rail_optimized = true}};

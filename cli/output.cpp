@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 FidelityScope fidelity_scope(const Scenario& s) {
   const auto& n = s.network;
-  const bool ib = s.cluster.fabric.technology == "infiniband";
+  const bool ib = s.cluster.fabric.technology == Technology::kInfiniband;
   const bool tcp = n.nic.transport == Transport::kTcp;
   FidelityScope f;
   f.level = s.fidelity == Fidelity::kFlow ? "flow" : "packet";
@@ -144,7 +144,7 @@ std::string text_report(const Scenario& scenario, const RunResult& result) {
   const auto& n = scenario.network;
   out += fmt::format("  fabric: {} {}, {} at {}, switch buffer {}, MTU {} + {} overhead\n",
                      scenario.resolved["fabric"]["kind"].value_or(std::string("star")),
-                     c.fabric.technology, endpoints, to_string(c.fabric.link_rate),
+                     to_string(c.fabric.technology), endpoints, to_string(c.fabric.link_rate),
                      to_string(n.buffer.buffer), to_string(n.nic.format.mtu),
                      to_string(n.nic.format.header));
   const FidelityScope scope = fidelity_scope(scenario);
@@ -293,9 +293,9 @@ std::string topology_report(const Scenario& scenario, const TopologySummary& t) 
   out += fmt::format("  GPUs {}, NICs {}, NVSwitches {}, PCIe switches {}, CPU sockets {}\n",
                      t.gpus, t.nics, t.nvswitches, t.pcie_switches, t.cpus);
   const int ports = c.fabric.switch_ports > 0 ? c.fabric.switch_ports : c.fabric.k;
-  out += fmt::format("  network switches: {} ({}, {} ports, {})\n", t.switches, c.fabric.technology,
-                     ports > 0 ? fmt::format("{}", ports) : "unlimited",
-                     to_string(c.fabric.link_rate));
+  out += fmt::format(
+      "  network switches: {} ({}, {} ports, {})\n", t.switches, to_string(c.fabric.technology),
+      ports > 0 ? fmt::format("{}", ports) : "unlimited", to_string(c.fabric.link_rate));
   for (const auto& tier : t.tiers)
     out += fmt::format(
         "    tier {} {:<8} {:>6} switches  down {:>9.0f} Gb/s  up {:>9.0f} Gb/s  {}\n", tier.tier,

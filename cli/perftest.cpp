@@ -96,7 +96,7 @@ std::string perftest_text(const Scenario& s, const PerftestArgs& a,
   if (!a.latency()) t += " TX depth        : 128\n";
   t += fmt::format(" Mtu             : {}[B]\n", s.network.nic.format.mtu.count());
   t += fmt::format(" Link type       : {}\n",
-                   s.cluster.fabric.technology == "infiniband" ? "IB" : "Ethernet");
+                   s.cluster.fabric.technology == Technology::kInfiniband ? "IB" : "Ethernet");
   t += rule + "\n";
   if (a.latency()) {
     t += " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "

@@ -43,7 +43,7 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   std::vector<double> speed(static_cast<std::size_t>(servers), 1.0);
   for (int srv = 0; srv < servers; ++srv) {
     CommunicatorOptions o = base;
-    o.server_order = "hostfile";
+    o.server_order = ServerOrder::kHostfile;
     o.server_list.clear();
     o.first_rank = srv * gpus;
     o.ranks = gpus;
@@ -66,7 +66,7 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   }
   for (int srv = 0; srv + replicas < servers && stages > 1; ++srv) {
     CommunicatorOptions o = base;
-    o.server_order = "hostfile";
+    o.server_order = ServerOrder::kHostfile;
     o.server_list.clear();
     for (int g = 0; g < gpus; ++g) o.gpus.push_back(srv * gpus + g);
     for (int g = 0; g < gpus; ++g) o.gpus.push_back((srv + replicas) * gpus + g);

@@ -148,7 +148,9 @@ void read_fabric(ConfigReader& fab, Scenario& s, bool has_servers) {
   } else {
     s.cluster.hosts = static_cast<int>(fab.integer("hosts", std::nullopt, 2, 1 << 20));
   }
-  f.technology = fab.choice("technology", "ethernet", {"ethernet", "infiniband"});
+  f.technology = fab.choice("technology", "ethernet", {"ethernet", "infiniband"}) == "infiniband"
+                     ? Technology::kInfiniband
+                     : Technology::kEthernet;
   f.link_rate = fab.bandwidth("link_rate", std::nullopt);
   f.switch_ports = static_cast<int>(fab.integer("switch_ports", 0, 0, 65535));
   f.switch_latency = fab.time("switch_latency", Time::from_ps(300'000), true);
@@ -201,7 +203,7 @@ void read_nic(ConfigReader& nic, Scenario& s) {
   n.format.mtu = nic.bytes("mtu", Bytes(4096), false);
   // InfiniBand: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B per packet (no preamble, no gap);
   // RoCEv2 pays 82 B (see kRoceV2WireOverhead).
-  const bool infiniband = s.cluster.fabric.technology == "infiniband";
+  const bool infiniband = s.cluster.fabric.technology == Technology::kInfiniband;
   // TCP over Ethernet: Eth 14 + IPv4 20 + TCP 32 (with timestamps) + FCS 4 + preamble 8 + IFG 12.
   const Bytes default_header = tcp ? Bytes(90) : infiniband ? Bytes(26) : kRoceV2WireOverhead;
   n.format.header = nic.bytes("header", default_header, true);
@@ -265,7 +267,7 @@ void read_switch(ConfigReader& sw, Scenario& s) {
   b.alpha = sw.real("alpha", 0.125, 1.0 / 1024, 64.0);
   b.resume_offset = sw.bytes("resume_offset", Bytes(3072), true);
   b.pfc = sw.boolean("pfc", false);
-  const bool infiniband = s.cluster.fabric.technology == "infiniband";
+  const bool infiniband = s.cluster.fabric.technology == Technology::kInfiniband;
   if (infiniband) {
     // InfiniBand is lossless by credits; PFC and ECN are Ethernet mechanisms.
     b.vl_credits = sw.bytes("vl_buffer", Bytes(64 * 1024), false);
@@ -369,9 +371,13 @@ void read_nccl(ConfigReader& r, Scenario& s) {
   c.server_list.clear();
   for (auto v : r.integer_list("server_list", {}, 0, 1 << 20))
     c.server_list.push_back(static_cast<int>(v));
-  c.server_order = c.server_list.empty() ? r.choice("server_order", topo_file ? "leaf" : "hostfile",
-                                                    {"hostfile", "leaf"})
-                                         : "list";
+  if (!c.server_list.empty())
+    c.server_order = ServerOrder::kList;
+  else
+    c.server_order =
+        r.choice("server_order", topo_file ? "leaf" : "hostfile", {"hostfile", "leaf"}) == "leaf"
+            ? ServerOrder::kLeaf
+            : ServerOrder::kHostfile;
   c.ll128_enabled = r.boolean("ll128", true);
   {
     ConfigReader lat = r.table("step_latency");

@@ -71,6 +71,18 @@ std::string_view to_string(Proto p) {
   return "?";
 }
 
+std::string_view to_string(ServerOrder o) {
+  switch (o) {
+    case ServerOrder::kHostfile:
+      return "hostfile";
+    case ServerOrder::kLeaf:
+      return "leaf";
+    case ServerOrder::kList:
+      return "list";
+  }
+  return "?";
+}
+
 std::optional<Algo> parse_algo(std::string_view s) {
   const std::string l = lower(s);
   if (l == "ring") return Algo::kRing;

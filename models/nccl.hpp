@@ -40,6 +40,12 @@ enum class LinkClass { kNvLink, kPcie, kNet };
 std::string_view to_string(CollOp op);
 std::string_view to_string(Algo a);
 std::string_view to_string(Proto p);
+
+// Inter-server order of a communicator's ranks: by server index (as the launcher's hostfile
+// places them), servers under one leaf switch adjacent, or an explicit list.
+enum class ServerOrder { kHostfile, kLeaf, kList };
+std::string_view to_string(ServerOrder o);  // "hostfile", "leaf", "list"
+
 std::optional<Algo> parse_algo(std::string_view s);    // "ring", "tree" (any case)
 std::optional<Proto> parse_proto(std::string_view s);  // "LL", "LL128", "Simple" (any case)
 // The nccl-tests binary for an operation ("all_reduce_perf"), and back.
@@ -105,9 +111,8 @@ struct NcclConfig {
   std::string topo_file;          // NCCL_TOPO_FILE ("" when unset)
   int cross_nic = 2;              // NCCL_CROSS_NIC (search.cc NCCL_PARAM default 2)
   int channels_per_net_peer = 0;  // NCCL_NCHANNELS_PER_NET_PEER (0: unset, NCCL's rule)
-  // Inter-server order of the ranks: "hostfile" (server index order, as the launcher places
-  // ranks), "leaf" (servers under one leaf adjacent), or an explicit server list.
-  std::string server_order = "hostfile";
+  // Inter-server order of the ranks (kList: server_list).
+  ServerOrder server_order = ServerOrder::kHostfile;
   std::vector<int> server_list;
   // Software time per pipeline step (a primitive's flag wait, fence and proxy hand-off), by
   // protocol and link class, and the fixed time of a collective launch. Defaults: NCCL's own

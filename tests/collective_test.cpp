@@ -285,7 +285,7 @@ TEST(Collectives, LeafOrderedRingsHalveTheSpineTrafficOfAnAlternatingHostfile) {
   // The case study's fix 3: a hostfile alternating leaves (0, 2, 1, 3) makes every ring
   // cross the spine 4 times; the leaf order (0, 1, 2, 3) twice. The spine's port counters show
   // it.
-  const auto spine_bytes = [](const std::string& order, std::vector<int> list) {
+  const auto spine_bytes = [](ServerOrder order, std::vector<int> list) {
     Dgx4 c;
     Simulation sim(1);
     PacketNetwork net(sim, c.topo, c.routing, fixtures::dgx_network(64_MiB));
@@ -309,8 +309,8 @@ TEST(Collectives, LeafOrderedRingsHalveTheSpineTrafficOfAnAlternatingHostfile) {
     }
     return static_cast<double>(bytes);
   };
-  const double alternating = spine_bytes("list", {0, 2, 1, 3});
-  const double leaf = spine_bytes("leaf", {});
+  const double alternating = spine_bytes(ServerOrder::kList, {0, 2, 1, 3});
+  const double leaf = spine_bytes(ServerOrder::kLeaf, {});
   EXPECT_GT(leaf, 0);
   EXPECT_NEAR(alternating / leaf, 2.0, 0.05);
 }

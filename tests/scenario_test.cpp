@@ -156,7 +156,7 @@ TEST(Scenario, RegressionInputsGiveCleanErrorsOrValidScenarios) {
 TEST(Scenario, NcclTableSetsTheEnvironmentAndATopologyFileMakesRingsLeafAware) {
   const std::string base = "[fabric]\nhosts = 4\nlink_rate = \"100Gbps\"\n";
   const Scenario plain = load_scenario_text(base, "n.toml");
-  EXPECT_EQ(plain.nccl.server_order, "hostfile");
+  EXPECT_EQ(plain.nccl.server_order, ServerOrder::kHostfile);
   EXPECT_FALSE(plain.nccl.algo.has_value());
   EXPECT_EQ(plain.nccl.buffsize, Bytes(4 << 20));
   // NCCL's IB defaults (src/transport/net_ib/connect.cc: NCCL_IB_TIMEOUT 20, NCCL_IB_RETRY_CNT
@@ -176,7 +176,7 @@ TEST(Scenario, NcclTableSetsTheEnvironmentAndATopologyFileMakesRingsLeafAware) {
   EXPECT_EQ(s.nccl.buffsize, Bytes(1 << 20));
   EXPECT_EQ(s.network.nic.ib_timeout, 22);
   EXPECT_FALSE(s.network.host.gpudirect);
-  EXPECT_EQ(s.nccl.server_order, "leaf");
+  EXPECT_EQ(s.nccl.server_order, ServerOrder::kLeaf);
   const auto errors = errors_of([&] {
     load_scenario_text(base + "[nccl]\nNCCL_PROTO = \"LL64\"\nNCCL_TOPO_FILE = \"" +
                            std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/topo/truncated.txt\"\n",

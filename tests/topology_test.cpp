@@ -54,7 +54,7 @@ TEST(Fabric, LeafSpineOf32DgxH100Has256GpusAndTheExpectedSwitches) {
                 .hosts = 0,
                 .server = server_preset("dgx-h100"),
                 .fabric = {.kind = FabricKind::kLeafSpine,
-                           .technology = "infiniband",
+                           .technology = Technology::kInfiniband,
                            .switch_ports = 64,
                            .link_rate = 400_Gbps,
                            .hosts_per_leaf = 32}};
@@ -174,7 +174,7 @@ TEST(Routing, DestModKOnARailOptimizedLeafSpineUsesEveryParallelLinkOncePerDesti
                 .hosts = 0,
                 .server = server_preset("dgx-h100"),
                 .fabric = {.kind = FabricKind::kLeafSpine,
-                           .technology = "infiniband",
+                           .technology = Technology::kInfiniband,
                            .switch_ports = 16,
                            .link_rate = 400_Gbps,
                            .hosts_per_leaf = 8,

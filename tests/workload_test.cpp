@@ -103,8 +103,8 @@ TEST(Workload, CaseStudyScenariosLoadAndStateTheirCaseValues) {
   EXPECT_TRUE(after.network.nic.dcqcn.enabled);
   EXPECT_FALSE(before.network.host.gpudirect);
   EXPECT_TRUE(after.network.host.gpudirect);
-  EXPECT_EQ(before.nccl.server_order, "list");
-  EXPECT_EQ(after.nccl.server_order, "leaf");
+  EXPECT_EQ(before.nccl.server_order, ServerOrder::kList);
+  EXPECT_EQ(after.nccl.server_order, ServerOrder::kLeaf);
   EXPECT_EQ(after.nccl.buffsize, Bytes(4 << 20));
   EXPECT_EQ(after.network.nic.ib_timeout, 22);
   EXPECT_EQ(before.workload.gradient_bytes, after.workload.gradient_bytes);

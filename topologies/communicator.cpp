@@ -124,12 +124,12 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
     if (!ranks_of.contains(s)) servers.push_back(s);
     ranks_of[s].push_back(r);
   }
-  if (opt.server_order == "leaf") {
+  if (opt.server_order == ServerOrder::kLeaf) {
     std::stable_sort(servers.begin(), servers.end(), [&](int a, int b) {
       return routing.endpoint_switch(server_nics[a].front()) <
              routing.endpoint_switch(server_nics[b].front());
     });
-  } else if (opt.server_order == "list") {
+  } else if (opt.server_order == ServerOrder::kList) {
     std::vector<int> given = opt.server_list, have = servers;
     std::sort(given.begin(), given.end());
     std::sort(have.begin(), have.end());
@@ -138,9 +138,6 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
           "nccl.server_order lists servers [{}] but the communicator spans servers [{}]",
           fmt::join(opt.server_list, ", "), fmt::join(have, ", ")));
     servers = opt.server_list;
-  } else if (opt.server_order != "hostfile") {
-    throw std::invalid_argument(
-        fmt::format("server order '{}' is not one of hostfile, leaf, list", opt.server_order));
   }
   layout.servers = static_cast<int>(servers.size());
 

@@ -29,12 +29,12 @@
 namespace fabricsim {
 
 struct CommunicatorOptions {
-  int ranks = 0;                          // 0: every GPU (or endpoint)
-  int first_rank = 0;                     // GPU ordinal of rank 0
-  std::vector<int> gpus;                  // explicit GPU ordinals instead, in ordinal order
-  std::string server_order = "hostfile";  // "hostfile", "leaf" or "list"
-  std::vector<int> server_list;           // with "list": server indices in ring order
-  double channel_gbs = 20;                // NCCL's per-channel NVLink bandwidth (GPU model)
+  int ranks = 0;          // 0: every GPU (or endpoint)
+  int first_rank = 0;     // GPU ordinal of rank 0
+  std::vector<int> gpus;  // explicit GPU ordinals instead, in ordinal order
+  ServerOrder server_order = ServerOrder::kHostfile;
+  std::vector<int> server_list;  // with kList: server indices in ring order
+  double channel_gbs = 20;       // NCCL's per-channel NVLink bandwidth (GPU model)
   // NCCL_CROSS_NIC: 0 rings enter and leave a server through the same NIC; 1 they may leave
   // through another; 2 (NCCL's default, search.cc NCCL_PARAM(CrossNic, .., 2)) as 0 when that
   // finds full-bandwidth rings, which it does on every server this model builds.

@@ -5,6 +5,10 @@
 
 namespace fabricsim {
 
+std::string_view to_string(Technology t) {
+  return t == Technology::kInfiniband ? "infiniband" : "ethernet";
+}
+
 namespace {
 
 int ceil_div(int a, int b) {

@@ -24,6 +24,9 @@
 namespace fabricsim {
 
 enum class FabricKind { kStar, kRing, kLeafSpine, kFatTree };
+// The switch family: Ethernet switches (RoCE: PFC, ECN) or InfiniBand (credits per VL).
+enum class Technology { kEthernet, kInfiniband };
+std::string_view to_string(Technology t);  // "ethernet", "infiniband" (the scenario's words)
 
 class FabricError : public std::runtime_error {
  public:
@@ -32,12 +35,12 @@ class FabricError : public std::runtime_error {
 
 struct FabricSpec {
   FabricKind kind = FabricKind::kStar;
-  std::string technology = "ethernet";  // "ethernet" (RoCE) or "infiniband": switch family
-  int switch_ports = 0;                 // ports per switch; 0 = as many as needed (star only)
-  Bandwidth link_rate{};                // host links and switch ports, per direction
-  Time switch_latency{};                // fixed port-to-port forwarding latency
-  double host_cable_m = 3;              // endpoint <-> leaf cable length
-  double fabric_cable_m = 30;           // switch <-> switch cable length
+  Technology technology = Technology::kEthernet;
+  int switch_ports = 0;        // ports per switch; 0 = as many as needed (star only)
+  Bandwidth link_rate{};       // host links and switch ports, per direction
+  Time switch_latency{};       // fixed port-to-port forwarding latency
+  double host_cable_m = 3;     // endpoint <-> leaf cable length
+  double fabric_cable_m = 30;  // switch <-> switch cable length
   Time propagation_per_m = Time::from_ps(5'000);  // ~0.67c in fibre or copper
   // ring
   int ring_switches = 0;
