@@ -239,7 +239,7 @@ int run_nccl_tests_command(NcclTestsCli& c, std::ostream& out, std::ostream& err
   preflight(s, cluster, c.force);
   const int seeds = c.seeds > 0 ? c.seeds : s.simulation.seeds;
   const NcclTestsResult r =
-      seeds > 1 ? run_nccl_tests_seeds(s, a, seeds) : run_nccl_tests(s, cluster, a);
+      seeds > 1 ? run_nccl_tests_seeds(s, cluster, a, seeds) : run_nccl_tests(s, cluster, a);
   const auto emit = [&](const std::string& target, const std::string& text) {
     if (target == "-") {
       out << text;
@@ -505,7 +505,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
         preflight(sc, cluster, force);
         const int count = compare_seeds > 0 ? compare_seeds : sc.simulation.seeds;
         if (count > 1) {
-          const SeedsResult sr = run_seeds(sc, count, run_function(sc));
+          const SeedsResult sr = run_seeds(sc, cluster, count, run_function(sc));
           results.push_back(sr.mean_run());
           for (const auto& w : sr.warnings) spread_notes.push_back(sc.name + ": " + w);
           continue;
@@ -563,7 +563,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       const auto wall_start = std::chrono::steady_clock::now();
       std::vector<TraceSpan> spans;
       if (seed_count > 1) {
-        seeds = run_seeds(s, seed_count, run_function(s));
+        seeds = run_seeds(s, cluster, seed_count, run_function(s));
         result = seeds->runs.front();
       } else {
         result = s.has_workload

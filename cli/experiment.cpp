@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "topologies/monitor.hpp"
 
@@ -164,14 +165,16 @@ RunResult SeedsResult::mean_run() const {
   return r;
 }
 
-SeedsResult run_seeds(const Scenario& scenario, int count, const RunFn& run) {
+SeedsResult run_seeds(const Scenario& scenario, const BuiltCluster& cluster, int count,
+                      const RunFn& run) {
   SeedsResult out;
   for (int i = 0; i < std::max(1, count); ++i) {
     Scenario s = scenario;
     s.seed = scenario.seed + static_cast<std::uint64_t>(i);
-    const BuiltCluster cluster(s);
+    std::optional<BuiltCluster> other;
+    if (i > 0) other.emplace(s);
     out.seeds.push_back(s.seed);
-    out.runs.push_back(run(s, cluster));
+    out.runs.push_back(run(s, i > 0 ? *other : cluster));
   }
   for (std::size_t m = 0; m < out.runs.front().metrics.size(); ++m) {
     const Metric& first = out.runs.front().metrics[m];

@@ -130,7 +130,9 @@ struct SeedsResult {
 using RunFn = std::function<RunResult(const Scenario&, const BuiltCluster&)>;
 // Runs `scenario` with `count` seeds from its own (seed, seed + 1, ...), the cluster built
 // again for each, since routing hashes with the seed.
-SeedsResult run_seeds(const Scenario& scenario, int count, const RunFn& run);
+// `cluster` is the scenario's own (its seed's), already built: only the other seeds build one.
+SeedsResult run_seeds(const Scenario& scenario, const BuiltCluster& cluster, int count,
+                      const RunFn& run);
 // Mean, min and max of per-seed values, in seed order, with the warning line if spread.
 SeedSpread spread_of(std::string name, std::string unit, const std::vector<double>& values);
 

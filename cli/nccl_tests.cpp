@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -186,15 +187,16 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
   return result;
 }
 
-NcclTestsResult run_nccl_tests_seeds(const Scenario& scenario, const NcclTestsArgs& args,
-                                     int count) {
+NcclTestsResult run_nccl_tests_seeds(const Scenario& scenario, const BuiltCluster& cluster,
+                                     const NcclTestsArgs& args, int count) {
   std::vector<NcclTestsResult> runs;
   NcclTestsResult out;
   for (int i = 0; i < count; ++i) {
     Scenario s = scenario;
     s.seed = scenario.seed + static_cast<std::uint64_t>(i);
-    const BuiltCluster cluster(s);
-    runs.push_back(run_nccl_tests(s, cluster, args));
+    std::optional<BuiltCluster> other;
+    if (i > 0) other.emplace(s);
+    runs.push_back(run_nccl_tests(s, i > 0 ? *other : cluster, args));
     fold_fingerprint(out.fingerprint, runs.back().fingerprint);
     out.seeds.push_back(s.seed);
     for (const auto& e : runs.back().errors)

@@ -78,9 +78,10 @@ std::uint64_t parse_nccl_size(const std::string& text);
 
 NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& cluster,
                                const NcclTestsArgs& args);
-// The same sweep with seeds seed, seed + 1, ... (`count` > 1), the cluster built for each.
-NcclTestsResult run_nccl_tests_seeds(const Scenario& scenario, const NcclTestsArgs& args,
-                                     int count);
+// The same sweep with seeds seed, seed + 1, ... (`count` > 1): `cluster` is the scenario's
+// own; the other seeds build theirs (routing hashes with the seed).
+NcclTestsResult run_nccl_tests_seeds(const Scenario& scenario, const BuiltCluster& cluster,
+                                     const NcclTestsArgs& args, int count);
 // The output exactly as nccl-tests prints it (plus '#' lines after the footer with what the
 // model chose per size).
 std::string nccl_tests_text(const NcclTestsArgs& args, const NcclTestsResult& result);

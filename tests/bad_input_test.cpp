@@ -20,11 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSource = FABRICSIM_SOURCE_DIR;
-
-using tests::cli;
-using tests::Outcome;
-using tests::read;
+using namespace fabricsim::tests;
 
 // The default scenario (an 8-to-1 incast on 9 hosts) with `edits` (from, to) applied.
 std::string default_with(const std::vector<std::pair<std::string, std::string>>& edits) {

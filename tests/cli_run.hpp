@@ -11,6 +11,8 @@
 
 namespace fabricsim::tests {
 
+inline const std::string kSource = FABRICSIM_SOURCE_DIR;
+
 struct Outcome {
   int code;
   std::string out, err;

@@ -18,13 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSource = FABRICSIM_SOURCE_DIR;
-
-using tests::cli;
-using tests::Outcome;
-using tests::read;
-
-using fabricsim::tests::temp_dir;
+using namespace fabricsim::tests;
 
 }  // namespace
 

@@ -205,15 +205,12 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
     // Peers on the rank's own server one by one; all peers elsewhere give the same count (it
     // depends only on the rank's NICs), so it is taken once per rank: linear in ranks times
     // GPUs per server, not quadratic in ranks (16,384 GPUs).
-    std::map<int, std::vector<std::uint32_t>> ranks_of_server;
-    for (std::uint32_t a = 0; a < layout.ranks.size(); ++a)
-      ranks_of_server[layout.ranks[a].server].push_back(a);
     for (std::uint32_t a = 0; a < layout.ranks.size() && !rank_vertex.empty(); ++a) {
       const Vertex ga = rank_vertex[a];
       int nvlinks = 0;
       for (auto [e, end] = boost::out_edges(ga, g); e != end; ++e)
         if (g[*e].kind == LinkKind::kNvLink) nvlinks += g[*e].lanes;
-      const auto& local = ranks_of_server.at(layout.ranks[a].server);
+      const auto& local = ranks_of.at(static_cast<int>(layout.ranks[a].server));
       for (const std::uint32_t b : local) {
         if (a == b) continue;
         // Through NVSwitches every pair gets all of the GPU's links; else the direct ones.

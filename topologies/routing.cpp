@@ -161,22 +161,22 @@ void Routing::add_dmodk_group(std::size_t s, const std::vector<PortIndex>& hops)
 
 std::span<const PortIndex> Routing::next_hops(std::size_t s, std::size_t dst) const {
   if (endpoint_switch_[dst] == s) return {&endpoint_port_[dst], 1};
-  const std::size_t leaf = static_cast<std::size_t>(leaf_of_switch_[endpoint_switch_[dst]]);
-  const std::uint32_t g = table_[s * leaves_ + leaf];
+  const std::uint32_t g = group_of(s, dst);
   return {group_ports_.data() + group_start_[g], group_start_[g + 1] - group_start_[g]};
 }
 
 PortIndex Routing::select(std::size_t s, std::size_t dst, std::uint64_t flow,
                           PathSelection mode) const {
-  const auto hops = next_hops(s, dst);
-  if (hops.size() == 1) return hops[0];
-  if (mode != PathSelection::kDestModK) return hops[mix(flow ^ mix(seed_ + s)) % hops.size()];
+  if (endpoint_switch_[dst] == s) return endpoint_port_[dst];
+  const std::uint32_t g = group_of(s, dst);
+  const std::uint32_t count = group_start_[g + 1] - group_start_[g];
+  if (count == 1) return group_ports_[group_start_[g]];
+  if (mode != PathSelection::kDestModK)
+    return group_ports_[group_start_[g] + mix(flow ^ mix(seed_ + s)) % count];
   const std::uint64_t rank = tree_rank_[dst];
-  const std::uint32_t g =
-      table_[s * leaves_ + static_cast<std::size_t>(leaf_of_switch_[endpoint_switch_[dst]])];
   const std::uint32_t switches = group_switches_[g], parallel = group_parallel_[g];
   const PortIndex* ports = dmodk_ports_.data() + group_start_[g];
-  if (parallel == 0) return ports[rank % hops.size()];
+  if (parallel == 0) return ports[rank % count];
   // Up: the next switch by rank, the link to it by what is left of the rank. Down (one next
   // switch): the same link index the destination's traffic went up on.
   const std::uint64_t stride =

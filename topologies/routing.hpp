@@ -68,6 +68,10 @@ class Routing {
 
  private:
   void add_dmodk_group(std::size_t s, const std::vector<PortIndex>& hops);
+  // The next-hop group of switch s towards dst's leaf (s not dst's own switch).
+  std::uint32_t group_of(std::size_t s, std::size_t dst) const {
+    return table_[s * leaves_ + static_cast<std::size_t>(leaf_of_switch_[endpoint_switch_[dst]])];
+  }
   std::vector<Vertex> switch_vertex_;
   std::vector<std::vector<Port>> ports_;
   std::vector<std::uint32_t> endpoint_switch_;
