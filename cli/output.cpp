@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "fabricsim/version.hpp"
+#include "models/transport/dcqcn_paper.hpp"
 
 namespace fabricsim {
 namespace fs = std::filesystem;
@@ -20,6 +21,7 @@ FidelityScope fidelity_scope(const Scenario& s) {
   const auto& n = s.network;
   const bool ib = s.cluster.fabric.technology == Technology::kInfiniband;
   const bool tcp = n.nic.transport == Transport::kTcp;
+  const bool dcqcn = n.nic.congestion == &kDcqcnFirmware || n.nic.congestion == &kDcqcnPaper;
   FidelityScope f;
   f.level = s.fidelity == Fidelity::kFlow ? "flow" : "packet";
   f.models = {"link rates and packet headers", "routes (ECMP, spraying, d-mod-k)",
@@ -32,7 +34,7 @@ FidelityScope fidelity_scope(const Scenario& s) {
     f.models.push_back("max-min fair sharing of every link");
     if (n.buffer.pfc) f.inactive.push_back("PFC");
     if (n.buffer.ecn.enabled) f.inactive.push_back("ECN");
-    if (n.nic.dcqcn.enabled) f.inactive.push_back("DCQCN");
+    if (dcqcn) f.inactive.push_back("DCQCN");
     if (tcp) f.inactive.push_back("TCP congestion control");
     f.ignores = {"switch queues and buffers", "PFC pauses", "ECN marks and congestion control",
                  "packet loss and retransmission", "InfiniBand credits"};
@@ -41,7 +43,8 @@ FidelityScope fidelity_scope(const Scenario& s) {
     if (ib) f.models.push_back("InfiniBand credit flow control");
     if (n.buffer.pfc) f.models.push_back("PFC");
     if (n.buffer.ecn.enabled) f.models.push_back("ECN marking");
-    if (n.nic.dcqcn.enabled) f.models.push_back("DCQCN");
+    if (n.nic.congestion == &kDcqcnFirmware) f.models.push_back("DCQCN");
+    if (n.nic.congestion == &kDcqcnPaper) f.models.push_back("DCQCN (the paper's rules)");
     f.models.push_back(tcp ? "TCP (NewReno/DCTCP) with retransmission"
                            : "go-back-N retransmission");
   }
@@ -155,9 +158,13 @@ std::string text_report(const Scenario& scenario, const RunResult& result) {
       out += fmt::format("  set in the scenario but inactive at flow level: {}\n",
                          fmt::join(scope.inactive, ", "));
   } else {
+    const auto* cc = n.nic.congestion;
     out += fmt::format("  PFC {}, ECN {}, DCQCN {}, IB timeout {} / retry count {}\n",
                        n.buffer.pfc ? "on" : "off", n.buffer.ecn.enabled ? "on" : "off",
-                       n.nic.dcqcn.enabled ? "on" : "off", n.nic.ib_timeout, n.nic.ib_retry_cnt);
+                       cc == &kDcqcnFirmware ? "on"
+                       : cc == &kDcqcnPaper  ? "on (paper variant)"
+                                             : "off",
+                       n.nic.ib_timeout, n.nic.ib_retry_cnt);
   }
   out += fmt::format("  status: {} at simulated time {} after {} events\n", result.status,
                      to_string(result.sim_time), result.events);

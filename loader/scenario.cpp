@@ -5,6 +5,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "models/transport/dcqcn_paper.hpp"
+#include "models/transport/dctcp.hpp"
 #include "topologies/nccl_xml.hpp"
 
 namespace fabricsim {
@@ -234,8 +236,10 @@ void read_nic(ConfigReader& nic, Scenario& s) {
   {
     ConfigReader t = nic.table("tcp");
     if (!tcp && nic.has("tcp")) t.error("congestion", "applies only to nic.transport = \"tcp\"");
-    n.tcp.dctcp = t.choice("congestion", "newreno", {"newreno", "dctcp"}) == "dctcp";
-    n.tcp.initial_window = static_cast<int>(t.integer("initial_window", 10, 1, 1 << 16));
+    const bool dctcp = t.choice("congestion", "newreno", {"newreno", "dctcp"}) == "dctcp";
+    if (tcp) n.congestion = dctcp ? &kDctcp : &kNewReno;
+    n.tcp.initial_window =
+        static_cast<int>(t.integer("initial_window", n.tcp.initial_window, 1, 1 << 16));
     n.tcp.min_rto = t.time("min_rto", n.tcp.min_rto, false);
     n.tcp.dctcp_g = t.real("dctcp_g", n.tcp.dctcp_g, 0.0, 1.0);
     n.tcp.host_latency = t.time("host_latency", n.tcp.host_latency, true);
@@ -243,7 +247,11 @@ void read_nic(ConfigReader& nic, Scenario& s) {
   }
   ConfigReader d = nic.table("dcqcn");
   DcqcnConfig& c = n.dcqcn;
-  c.enabled = d.boolean("enabled", false);
+  const bool dcqcn = d.boolean("enabled", false);
+  // The ConnectX firmware's rules (models/transport/dcqcn.hpp) or the paper's
+  // (models/transport/dcqcn_paper.hpp).
+  const bool paper = d.choice("variant", "firmware", {"firmware", "paper"}) == "paper";
+  if (dcqcn && !tcp) n.congestion = paper ? &kDcqcnPaper : &kDcqcnFirmware;
   c.rpg_time_reset = d.time("rpg_time_reset", c.rpg_time_reset, false);
   c.rpg_threshold = static_cast<int>(d.integer("rpg_threshold", c.rpg_threshold, 0, 1000));
   c.rpg_ai_rate = d.bandwidth("rpg_ai_rate", c.rpg_ai_rate);
@@ -251,12 +259,21 @@ void read_nic(ConfigReader& nic, Scenario& s) {
   c.rpg_min_rate = d.bandwidth("rpg_min_rate", c.rpg_min_rate);
   c.dce_tcp_g = d.real("dce_tcp_g", c.dce_tcp_g, 0.0, 1.0);
   c.dce_tcp_rtt = d.time("dce_tcp_rtt", c.dce_tcp_rtt, false);
-  c.rate_reduce_monitor_period =
-      d.time("rate_reduce_monitor_period", c.rate_reduce_monitor_period, false);
   c.initial_alpha = d.real("initial_alpha", c.initial_alpha, 0.0, 1.0);
-  c.rate_to_set_on_first_cnp = d.bandwidth("rate_to_set_on_first_cnp", Bandwidth{}, true);
-  c.clamp_tgt_rate = d.boolean("clamp_tgt_rate", c.clamp_tgt_rate);
   c.min_time_between_cnps = d.time("min_time_between_cnps", c.min_time_between_cnps, true);
+  if (paper) {
+    c.rpg_byte_reset = d.bytes("rpg_byte_reset", c.rpg_byte_reset, false);
+    d.not_applicable({"rate_reduce_monitor_period", "rate_to_set_on_first_cnp", "clamp_tgt_rate"},
+                     "the paper variant cuts the rate on every CNP and always sets RT = RC "
+                     "(nic.dcqcn.variant = \"paper\")");
+  } else {
+    c.rate_reduce_monitor_period =
+        d.time("rate_reduce_monitor_period", c.rate_reduce_monitor_period, false);
+    c.rate_to_set_on_first_cnp = d.bandwidth("rate_to_set_on_first_cnp", Bandwidth{}, true);
+    c.clamp_tgt_rate = d.boolean("clamp_tgt_rate", c.clamp_tgt_rate);
+    d.not_applicable({"rpg_byte_reset"},
+                     "the byte counter is part of nic.dcqcn.variant = \"paper\" only");
+  }
   d.finish();
 }
 

@@ -99,8 +99,8 @@ TEST(Workload, CaseStudyScenariosLoadAndStateTheirCaseValues) {
   const Scenario before = load_scenario(dir + "before.toml");
   const Scenario after = load_scenario(dir + "after.toml");
   // after = before + the four fixes, nothing else: compare the resolved scenarios key by key.
-  EXPECT_FALSE(before.network.nic.dcqcn.enabled);
-  EXPECT_TRUE(after.network.nic.dcqcn.enabled);
+  EXPECT_EQ(before.network.nic.congestion, &kNoCongestionControl);
+  EXPECT_EQ(after.network.nic.congestion, &kDcqcnFirmware);
   EXPECT_FALSE(before.network.host.gpudirect);
   EXPECT_TRUE(after.network.host.gpudirect);
   EXPECT_EQ(before.nccl.server_order, ServerOrder::kList);

@@ -28,7 +28,7 @@
 #include <tuple>
 #include <vector>
 
-#include "models/rdma.hpp"
+#include "models/transport/nic.hpp"
 #include "topologies/topology.hpp"
 
 namespace fabricsim {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "models/collective.hpp"
-#include "models/rdma.hpp"
 #include "models/switch.hpp"
+#include "models/transport/nic.hpp"
 #include "topologies/host_fabric.hpp"
 #include "topologies/routing.hpp"
 

@@ -1,4 +1,4 @@
-#include "models/rdma.hpp"
+#include "models/transport/nic.hpp"
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -7,8 +7,9 @@
 namespace fabricsim {
 
 namespace {
-constexpr std::uint64_t kGenerationMask = (1u << 22) - 1;
-}
+constexpr std::uint64_t kRtoTag = kCcTagLimit;  // kind 3 of the 2-bit timer kinds
+static_assert(kRtoTag < (1u << 24));
+}  // namespace
 
 RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, MessageLog& log, std::deque<QueuePair>& qps,
                  std::vector<TransportError>& errors, std::uint32_t index, const std::string& name,
@@ -28,6 +29,8 @@ RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, MessageLog& log, std::dequ
       wakeup_(sim.bind<&RdmaNic::on_wakeup>(*this)),
       timer_(sim.bind<&RdmaNic::on_timer>(*this)),
       engine_(cfg),
+      cc_(cfg.congestion->make(cfg, *this, line_bps_)),
+      cc_needs_(cc_->needs()),
       rx_bytes_(sim.probes().counter(name + ".rx_payload_bytes")),
       rx_messages_(sim.probes().counter(name + ".rx_messages")),
       retransmitted_(sim.probes().counter(name + ".retransmitted_packets")),
@@ -52,11 +55,10 @@ void RdmaNic::schedule_message(std::uint64_t id) {
   if (!qp.initialised) {  // the QP's first message: its gauge exists from now on
     qp.initialised = true;
     qp.dst = m.dst;
-    set_rate(qp, line_bps_);
-    qp.target_bps = line_bps_;
+    qp.rate_bps = line_bps_;
     qp.rate_gauge = &sim_.probes().gauge(fmt::format("{}.qp{}.rate_gbps", name_, m.connection));
     qp.rate_gauge->set(line_bps_ * 1e-9);
-    qp.cwnd = cfg_.tcp.initial_window;
+    qp.cc = cc_->open(m.connection);
   }
   sim_.schedule_at(log_[id].start + (tcp() ? cfg_.tcp.host_latency : Time::zero()), start_, id);
 }
@@ -66,9 +68,14 @@ std::uint32_t RdmaNic::packets_of(Bytes size) const {
   return static_cast<std::uint32_t>(std::max<Bytes::rep>(1, (size.count() + mtu - 1) / mtu));
 }
 
-void RdmaNic::set_rate(QueuePair& qp, double bps) {
+void RdmaNic::set_cc_rate(std::uint64_t id, double bps) {
+  QueuePair& qp = qps_[id];
   qp.rate_bps = bps;
-  if (qp.rate_gauge != nullptr) qp.rate_gauge->set(bps * 1e-9);
+  qp.rate_gauge->set(bps * 1e-9);
+}
+
+void RdmaNic::schedule_cc_timer(std::uint64_t id, std::uint32_t tag, Time at) {
+  sim_.schedule_at(at, timer_, (id << 24) | tag);
 }
 
 void RdmaNic::on_message_start(std::uint64_t id) {
@@ -104,7 +111,7 @@ void RdmaNic::on_wire_start(std::uint64_t id) {
     qp.ready = qp.packets;
   }
   if (!qp.active) {
-    if (qp.cc_active) catch_up_idle(q);
+    cc_->on_resume(qp.cc);
     qp.active = true;
     qp.last_progress = sim_.now();
     active_.push_back(q);
@@ -126,7 +133,8 @@ Packet* RdmaNic::pull(EgressPort& port) {
     const bool retransmit = qp.retx != UINT32_MAX;
     if (!retransmit && qp.next_psn >= qp.packets) continue;  // all sent, waiting for ACKs
     if (!retransmit && qp.next_psn >= qp.ready) continue;    // data not in reach yet (DMA)
-    if (tcp() && !retransmit && qp.next_psn >= qp.una + static_cast<std::uint32_t>(qp.cwnd))
+    if (cc_needs_.window && !retransmit &&
+        qp.next_psn >= qp.una + static_cast<std::uint32_t>(cc_->window(qp.cc)))
       continue;  // window full
     if (qp.next_send > now) {
       earliest = std::min(earliest, qp.next_send);
@@ -157,6 +165,7 @@ Packet* RdmaNic::pull(EgressPort& port) {
     } else {
       ++qp.next_psn;
     }
+    if (cc_needs_.bytes_sent) cc_->on_sent(qp.cc, p->wire_bytes);
     // Pacing at RC: the next packet of this QP may start wire_bytes / RC from now, by the
     // links' one rounding rule (tx_time: up to the picosecond) with RC in whole bits/s
     // (rounded down: a paced QP never runs above its rate).
@@ -196,10 +205,6 @@ void RdmaNic::on_wakeup(std::uint64_t generation) {
   port_.kick();
 }
 
-void RdmaNic::schedule_timer(std::uint64_t id, Timer kind, std::uint32_t generation, Time at) {
-  sim_.schedule_at(at, timer_, (id << 24) | (kind << 22) | (generation & kGenerationMask));
-}
-
 void RdmaNic::arm_rto(std::uint64_t id, Time at) {
   // Lazy timer: ACK progress only moves last_progress; a pending timer that fires early re-arms
   // itself for last_progress + rto. So a QP has at most one timer event per timeout period,
@@ -207,7 +212,7 @@ void RdmaNic::arm_rto(std::uint64_t id, Time at) {
   QueuePair& qp = qps_[id];
   if (qp.rto_armed) return;
   qp.rto_armed = true;
-  qp.rto_timer = sim_.schedule_cancellable_at(at, timer_, (id << 24) | (std::uint64_t{kRto} << 22));
+  qp.rto_timer = sim_.schedule_cancellable_at(at, timer_, (id << 24) | kRtoTag);
 }
 
 void RdmaNic::send_control(PacketKind kind, std::uint64_t message, std::uint32_t dst,
@@ -401,9 +406,7 @@ void RdmaNic::retry(std::uint64_t id, const char* why) {
 void RdmaNic::finish_sender(std::uint64_t id) {
   QueuePair& qp = qps_[id];
   qp.active = false;
-  qp.idle_since = sim_.now();
-  ++qp.cc_generation;
-  ++qp.increase_generation;
+  cc_->on_stop(qp.cc);
   sim_.cancel(qp.rto_timer);
   qp.rto_armed = false;
   const auto it = std::find(active_.begin(), active_.end(), id);
@@ -415,115 +418,33 @@ void RdmaNic::finish_sender(std::uint64_t id) {
 }
 
 void RdmaNic::on_cnp(std::uint64_t id) {
-  QueuePair& qp = qps_[id];
   cnps_received_.add();
-  if (!cfg_.dcqcn.enabled || !qp.active) return;
-  const DcqcnConfig& d = cfg_.dcqcn;
-  qp.cnp_in_alpha_window = qp.cnp_in_decrease_window = true;
-  if (qp.cc_active) return;
-  qp.cc_active = true;
-  qp.alpha = d.initial_alpha;
-  qp.stage = 0;
-  const double first = d.rate_to_set_on_first_cnp.bps() > 0
-                           ? static_cast<double>(d.rate_to_set_on_first_cnp.bps())
-                           : qp.rate_bps;
-  set_rate(qp, first);
-  qp.target_bps = first;
-  start_cc_timers(id);
-}
-
-void RdmaNic::start_cc_timers(std::uint64_t id) {
-  QueuePair& qp = qps_[id];
-  const DcqcnConfig& d = cfg_.dcqcn;
-  const std::uint32_t g = ++qp.cc_generation;
-  schedule_timer(id, kAlpha, g, sim_.now() + d.dce_tcp_rtt);
-  schedule_timer(id, kDecrease, g, sim_.now() + d.rate_reduce_monitor_period);
-  schedule_timer(id, kIncrease, ++qp.increase_generation, sim_.now() + d.rpg_time_reset);
-}
-
-bool RdmaNic::increase_step(QueuePair& qp) {
-  const DcqcnConfig& d = cfg_.dcqcn;
-  if (qp.stage == d.rpg_threshold) {
-    qp.target_bps = std::min(line_bps_, qp.target_bps + static_cast<double>(d.rpg_ai_rate.bps()));
-  } else if (qp.stage > d.rpg_threshold) {
-    qp.target_bps = std::min(line_bps_, qp.target_bps + static_cast<double>(d.rpg_hai_rate.bps()));
-  }
-  set_rate(qp, std::min(line_bps_, (qp.target_bps + qp.rate_bps) / 2));
-  ++qp.stage;
-  if (qp.rate_bps >= line_bps_ * (1 - 1e-9)) {
-    // Back at line rate: congestion control goes idle until the next CNP.
-    set_rate(qp, line_bps_);
-    qp.cc_active = false;
-    ++qp.cc_generation;
-    return false;
-  }
-  return true;
-}
-
-void RdmaNic::catch_up_idle(std::uint64_t id) {
-  // An idle QP has no timers (they would keep the simulation alive); the time it sat idle
-  // gets the alpha decays and rate-increase steps its timers would have applied, with no CNPs.
-  QueuePair& qp = qps_[id];
-  const DcqcnConfig& d = cfg_.dcqcn;
-  const Time idle = sim_.now() - qp.idle_since;
-  qp.alpha *= std::pow(1 - d.dce_tcp_g, static_cast<double>(idle / d.dce_tcp_rtt));
-  qp.cnp_in_alpha_window = qp.cnp_in_decrease_window = false;
-  for (Time::rep k = idle / d.rpg_time_reset; k > 0; --k)
-    if (!increase_step(qp)) return;
-  start_cc_timers(id);
+  const QueuePair& qp = qps_[id];
+  if (qp.active) cc_->on_cnp(qp.cc);
 }
 
 void RdmaNic::on_timer(std::uint64_t payload) {
   const std::uint64_t id = payload >> 24;
-  const auto kind = static_cast<Timer>((payload >> 22) & 3);
-  const auto generation = static_cast<std::uint32_t>(payload & kGenerationMask);
+  const auto tag = static_cast<std::uint32_t>(payload & 0xffffff);
   QueuePair& qp = qps_[id];
-  const DcqcnConfig& d = cfg_.dcqcn;
-  const Time now = sim_.now();
-  switch (kind) {
-    case kRto: {
-      qp.rto_armed = false;
-      if (!qp.active) return;
-      // TCP backs the timer off exponentially (up to 64 x) while no progress is made.
-      const Time timeout = tcp() ? rto() * (Time::rep{1} << std::min(qp.retries, 6)) : rto();
-      if (now - qp.last_progress < timeout) {
-        arm_rto(id, qp.last_progress + timeout);  // progress since it was armed
-        return;
-      }
-      timeouts_.add();
-      if (tcp()) {
-        tcp_timeout(id);
-        return;
-      }
-      retry(id, "local ACK timeout");
-      return;
-    }
-    case kAlpha:
-      if (generation != (qp.cc_generation & kGenerationMask)) return;
-      qp.alpha = (1 - d.dce_tcp_g) * qp.alpha + (qp.cnp_in_alpha_window ? d.dce_tcp_g : 0.0);
-      qp.cnp_in_alpha_window = false;
-      schedule_timer(id, kAlpha, generation, now + d.dce_tcp_rtt);
-      return;
-    case kDecrease:
-      if (generation != (qp.cc_generation & kGenerationMask)) return;
-      if (qp.cnp_in_decrease_window) {
-        if (d.clamp_tgt_rate || qp.stage != 0) qp.target_bps = qp.rate_bps;
-        set_rate(qp, std::max(static_cast<double>(d.rpg_min_rate.bps()),
-                              qp.rate_bps * (1 - qp.alpha / 2)));
-        qp.stage = 0;
-        qp.cnp_in_decrease_window = false;
-        schedule_timer(id, kIncrease, ++qp.increase_generation, now + d.rpg_time_reset);
-      }
-      schedule_timer(id, kDecrease, generation, now + d.rate_reduce_monitor_period);
-      return;
-    case kIncrease: {
-      if (generation != (qp.increase_generation & kGenerationMask)) return;
-      if (!increase_step(qp)) return;
-      schedule_timer(id, kIncrease, generation, now + d.rpg_time_reset);
-      port_.kick();
-      return;
-    }
+  if (tag != kRtoTag) {
+    cc_->on_timer(qp.cc, tag);
+    return;
   }
+  qp.rto_armed = false;
+  if (!qp.active) return;
+  // TCP backs the timer off exponentially (up to 64 x) while no progress is made.
+  const Time timeout = tcp() ? rto() * (Time::rep{1} << std::min(qp.retries, 6)) : rto();
+  if (sim_.now() - qp.last_progress < timeout) {
+    arm_rto(id, qp.last_progress + timeout);  // progress since it was armed
+    return;
+  }
+  timeouts_.add();
+  if (tcp()) {
+    tcp_timeout(id);
+    return;
+  }
+  retry(id, "local ACK timeout");
 }
 
 void RdmaNic::tcp_on_data(Packet* p) {
@@ -555,44 +476,25 @@ void RdmaNic::tcp_on_data(Packet* p) {
 void RdmaNic::tcp_on_ack(std::uint64_t id, std::uint32_t cumulative, bool ece) {
   QueuePair& qp = qps_[id];
   if (!qp.active) return;
-  const TcpConfig& t = cfg_.tcp;
   if (cumulative > qp.una) {
-    const std::uint32_t newly = cumulative - qp.una;
+    CcAck ack{.newly_acked = cumulative - qp.una, .ece = ece, .in_recovery = qp.in_recovery};
     qp.una = cumulative;
     qp.next_psn = std::max(qp.next_psn, qp.una);
     qp.last_progress = sim_.now();
     qp.retries = 0;
     qp.dupacks = 0;
     if (qp.retx != UINT32_MAX && qp.retx < qp.una) qp.retx = UINT32_MAX;
-    qp.acked_in_window += newly;
-    if (ece) qp.marked_in_window += newly;
     if (qp.in_recovery) {
       if (qp.una >= qp.recover) {
         qp.in_recovery = false;
-        qp.cwnd = qp.ssthresh;
+        ack.recovery_done = true;
       } else {
         qp.retx = qp.una;  // NewReno partial ACK: the next hole
       }
-    } else {
-      for (std::uint32_t i = 0; i < newly; ++i)
-        qp.cwnd += qp.cwnd < qp.ssthresh ? 1.0 : 1.0 / qp.cwnd;
     }
-    if (t.dctcp && qp.una >= qp.window_end) {
-      // Once per window: alpha <- (1-g) alpha + g F; cut by alpha/2 if anything was marked.
-      const double f =
-          qp.acked_in_window > 0 ? double(qp.marked_in_window) / qp.acked_in_window : 0;
-      qp.dctcp_alpha = (1 - t.dctcp_g) * qp.dctcp_alpha + t.dctcp_g * f;
-      if (qp.marked_in_window > 0) {
-        qp.cwnd = std::max(1.0, qp.cwnd * (1 - qp.dctcp_alpha / 2));
-        qp.ssthresh = qp.cwnd;
-      }
-      qp.acked_in_window = qp.marked_in_window = 0;
-      qp.window_end = qp.next_psn;
-    } else if (!t.dctcp && ece && qp.una >= qp.cwr_end) {
-      qp.ssthresh = std::max(2.0, qp.cwnd / 2);  // classic ECN: like one loss per window
-      qp.cwnd = qp.ssthresh;
-      qp.cwr_end = qp.next_psn;
-    }
+    ack.una = qp.una;
+    ack.next_psn = qp.next_psn;
+    cc_->on_ack(qp.cc, ack);
     if (qp.una >= qp.packets) {
       finish_sender(id);
       return;
@@ -600,13 +502,12 @@ void RdmaNic::tcp_on_ack(std::uint64_t id, std::uint32_t cumulative, bool ece) {
   } else if (cumulative == qp.una && qp.next_psn > qp.una) {
     if (++qp.dupacks == 3 && !qp.in_recovery) {
       // Fast retransmit, fast recovery.
-      qp.ssthresh = std::max(2.0, qp.cwnd / 2);
-      qp.cwnd = qp.ssthresh + 3;
+      cc_->on_fast_retransmit(qp.cc);
       qp.recover = qp.next_psn;
       qp.in_recovery = true;
       qp.retx = qp.una;
     } else if (qp.in_recovery) {
-      qp.cwnd += 1;
+      cc_->on_recovery_dupack(qp.cc);
     }
   }
   port_.kick();
@@ -614,8 +515,7 @@ void RdmaNic::tcp_on_ack(std::uint64_t id, std::uint32_t cumulative, bool ece) {
 
 void RdmaNic::tcp_timeout(std::uint64_t id) {
   QueuePair& qp = qps_[id];
-  qp.ssthresh = std::max(2.0, qp.cwnd / 2);
-  qp.cwnd = 1;
+  cc_->on_timeout(qp.cc);
   if (qp.next_psn > qp.una) retransmitted_.add(qp.next_psn - qp.una);
   qp.next_psn = qp.una;
   qp.in_recovery = false;

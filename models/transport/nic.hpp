@@ -1,9 +1,12 @@
 #pragma once
-// An RDMA NIC (RoCEv2 or InfiniBand reliable connection): one queue pair per message, cut into
-// MTU packets with real per-packet overhead; ACK/NAK; go-back-N retransmission with the IB
-// local ACK timeout; DCQCN congestion control.
+// A NIC's queue-pair engine, RoCEv2/InfiniBand reliable connection or TCP: one queue pair per
+// connection, messages cut into MTU packets with real per-packet overhead; ACK/NAK; go-back-N
+// retransmission with the IB local ACK timeout (TCP: NewReno's fast retransmit and RTO).
+// Congestion control is a separate seam (models/transport/congestion_control.hpp): the
+// engine paces each QP at the rate its algorithm sets and, for window-based ones, keeps at
+// most a window of packets outstanding.
 //
-// Sender: QPs with packets to send take turns (round robin); a QP sends at its DCQCN rate RC
+// Sender: QPs with packets to send take turns (round robin); a QP sends at its rate RC
 // (the next packet may start wire_bytes/RC after the previous one started). A NAK (sequence
 // error) or an ACK timeout of 4.096 us x 2^ib_timeout without progress rewinds the QP to its
 // first unacknowledged packet (go-back-N) and counts one retry; more than ib_retry_cnt retries
@@ -15,29 +18,22 @@
 // every `ack_interval` in-order packets (and the last) are ACKed. With out_of_order_placement
 // (ConnectX-7 class adaptive-routing support) the responder instead places every new packet
 // where it belongs whatever its order, a message completes once all its packets are in, and
-// the cumulative ACK names the last PSN of the contiguous prefix: no NAK for a gap; a CE-marked
+// the cumulative ACK names the last PSN of the contiguous prefix: no NAK for a gap. A CE-marked
 // packet triggers a CNP (at the CNP priority) unless one was sent for that QP less than
-// min_time_between_cnps ago (the notification point). DCQCN reaction point: the ConnectX
-// ("Mellanox") variant the HPCC simulator implements
-// (../shared/reference/protocols.md 1.2), parameters named as mlxconfig names them:
-//   first CNP: active, alpha = initial_alpha, RT = RC = rate_to_set_on_first_cnp or RC;
-//   every dce_tcp_rtt: alpha = (1-g) alpha + g if a CNP came in the window, else (1-g) alpha;
-//   every rate_reduce_monitor_period with a CNP in it: RT = RC (if clamp_tgt_rate or in an
-//     increase stage), RC = max(rpg_min_rate, RC (1 - alpha/2)), stage = 0, timer restarted;
-//   every rpg_time_reset: stage < F: RC = (RT+RC)/2; stage == F: RT += rpg_ai_rate, then the
-//     same; stage > F: RT += rpg_hai_rate, then the same (F = rpg_threshold). RT <= line rate.
-// The byte counter (rpg_byte_reset) is not modelled: timer-driven increase only, as in HPCC's
-// model; its unit is not documented.
+// dcqcn.min_time_between_cnps ago (the DCQCN notification point).
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "models/message.hpp"
 #include "models/port.hpp"
+#include "models/transport/congestion_control.hpp"
+#include "models/transport/dcqcn.hpp"
 
 namespace fabricsim {
 
@@ -46,35 +42,15 @@ struct PacketFormat {
   Bytes header{};  // wire overhead per data packet (headers, trailers, preamble, gap)
 };
 
-struct DcqcnConfig {
-  bool enabled = false;
-  Time rpg_time_reset = Time::from_ps(300'000'000);  // 300 us
-  int rpg_threshold = 1;
-  Bandwidth rpg_ai_rate = Bandwidth::from_bps(5'000'000);
-  Bandwidth rpg_hai_rate = Bandwidth::from_bps(50'000'000);
-  Bandwidth rpg_min_rate = Bandwidth::from_bps(100'000'000);
-  double dce_tcp_g = 1.0 / 256;
-  Time dce_tcp_rtt = Time::from_ps(1'000'000);  // alpha update period, 1 us
-  Time rate_reduce_monitor_period = Time::from_ps(4'000'000);
-  double initial_alpha = 1.0;
-  Bandwidth rate_to_set_on_first_cnp{};  // 0: keep the current rate
-  bool clamp_tgt_rate = false;
-  Time min_time_between_cnps = Time::from_ps(4'000'000);  // notification point
-};
-
 // Plain Ethernet/TCP, the third transport the seed compares: window-based, on a lossy class.
-//   NewReno: slow start from `initial_window` segments, congestion avoidance (+1/cwnd per ACKed
-//     segment), fast retransmit after 3 duplicate ACKs with NewReno partial-ACK recovery,
-//     retransmission timeout RTO = min_rto x 2^backoff (cwnd back to 1); ECN-echo halves cwnd
-//     at most once per window.
-//   DCTCP: the same, but on ECN-echo once per window cwnd *= (1 - alpha/2) with
-//     alpha <- (1-g) alpha + g F, F the fraction of the window's bytes that were marked.
+// Reliability: fast retransmit after 3 duplicate ACKs with NewReno partial-ACK recovery,
+// retransmission timeout RTO = min_rto x 2^backoff. The window is the congestion control's
+// (NewReno or DCTCP: models/transport/newreno.hpp, dctcp.hpp).
 // The receiver keeps out-of-order segments and ACKs every segment cumulatively (echoing CE).
 // The kernel stack's per-message CPU time `host_latency` delays the start at the sender and
 // the completion at the receiver.
 struct TcpConfig {
-  bool dctcp = false;
-  int initial_window = 10;
+  int initial_window = 10;                        // RFC 6928's initial window, Linux's default
   Time min_rto = Time::from_ps(200'000'000'000);  // 200 ms, Linux's TCP_RTO_MIN
   double dctcp_g = 1.0 / 16;
   Time host_latency = Time::from_ps(5'000'000);  // 5 us: an estimate, configurable
@@ -105,6 +81,9 @@ struct RdmaConfig {
   // taking 1 / rate: a stream of size-S messages runs at S / max(S / link payload rate,
   // 1 / rate), what ib_write_bw measures at small sizes. A lone message does not wait.
   double message_rate_mpps = 0;
+  // The congestion-control algorithm (kNoCongestionControl: every QP at line rate). The
+  // loader sets it from nic.dcqcn.enabled/variant (RDMA) or nic.tcp.congestion (TCP).
+  const CcAlgorithm* congestion = &kNoCongestionControl;
   DcqcnConfig dcqcn{};
 };
 
@@ -141,35 +120,28 @@ struct QueuePair {
   };
   std::vector<Segment> segments;
   std::uint32_t dst = 0;     // destination endpoint
-  bool initialised = false;  // rate and window set up (on its first message)
+  bool initialised = false;  // congestion control and probes set up (on its first message)
   bool failed = false;       // retries exhausted: the QP is in the error state
   std::size_t fetched = 0;   // segments handed to the host side (in order)
   bool fetching = false;     // the last of them is still leaving its source
-  Time idle_since{};         // when it last ran out of data (congestion state kept)
   // sender
+  std::uint32_t cc = 0;  // its slot in the sender's congestion control
   std::uint32_t packets = 0;
   std::uint32_t next_psn = 0;
   std::uint32_t una = 0;  // first unacknowledged PSN
   int retries = 0;
   Time next_send{};
   Time last_progress{};
-  double rate_bps = 0;  // DCQCN current rate RC
-  double target_bps = 0;
-  double alpha = 1;
-  int stage = 0;
-  bool cc_active = false, cnp_in_alpha_window = false, cnp_in_decrease_window = false;
-  std::uint32_t cc_generation = 0, increase_generation = 0;
+  double rate_bps = 0;  // pacing rate, as the congestion control last set it
   EventHandle rto_timer{};
   bool rto_armed = false;
   bool active = false;      // in its sender's round-robin list
   std::uint32_t ready = 0;  // packets whose data the NIC can read (DMA done)
   Gauge* rate_gauge = nullptr;
-  // TCP sender
-  double cwnd = 0, ssthresh = 1e9, dctcp_alpha = 0;
+  // TCP sender: NewReno loss recovery
   int dupacks = 0;
   bool in_recovery = false;
-  std::uint32_t recover = 0, retx = UINT32_MAX, window_end = 0, cwr_end = 0;
-  std::uint32_t acked_in_window = 0, marked_in_window = 0;
+  std::uint32_t recover = 0, retx = UINT32_MAX;
   // receiver
   std::vector<bool> out_of_order;  // TCP: segments held beyond `expected`
   std::uint32_t expected = 0;
@@ -202,7 +174,7 @@ struct TransportError {
   std::string text;
 };
 
-class RdmaNic final : public PacketSink, public PortOwner {
+class RdmaNic final : public PacketSink, public PortOwner, private CcHost {
  public:
   RdmaNic(Simulation& sim, Pool<Packet>& pool, MessageLog& log, std::deque<QueuePair>& qps,
           std::vector<TransportError>& errors, std::uint32_t index, const std::string& name,
@@ -225,15 +197,21 @@ class RdmaNic final : public PacketSink, public PortOwner {
   void on_fetch_sent(std::uint64_t id);
 
  private:
-  enum Timer : std::uint64_t { kAlpha, kDecrease, kIncrease, kRto };
+  // CcHost
+  Time cc_now() const override { return sim_.now(); }
+  void schedule_cc_timer(std::uint64_t qp, std::uint32_t tag, Time at) override;
+  void set_cc_rate(std::uint64_t qp, double bps) override;
+  void cc_kick() override { port_.kick(); }
+
   void on_message_start(std::uint64_t id);
   // A message for the wire, after the NIC's per-message overhead: it joins its QP.
   void on_wire_start(std::uint64_t id);
   // Hands the QP's next message to the host side, if it has one not handed yet.
   void fetch_next(QueuePair& qp);
   void on_wakeup(std::uint64_t generation);
+  // Timer events carry (QP << 24) | tag: the congestion control's tags (below kCcTagLimit)
+  // and the engine's ACK timer, kRtoTag.
   void on_timer(std::uint64_t payload);
-  void schedule_timer(std::uint64_t id, Timer kind, std::uint32_t generation, Time at);
   // (Re)starts the ACK timer of a QP: cancelled in O(1) when ACKs make progress, so finished
   // QPs leave no timer behind.
   void arm_rto(std::uint64_t id, Time at);
@@ -243,11 +221,6 @@ class RdmaNic final : public PacketSink, public PortOwner {
   void on_cnp(std::uint64_t id);
   void retry(std::uint64_t id, const char* why);
   void finish_sender(std::uint64_t id);
-  // One DCQCN rate-increase step; false once back at line rate (congestion control idle).
-  bool increase_step(QueuePair& qp);
-  // Applies what DCQCN's timers would have done while the QP had nothing to send.
-  void catch_up_idle(std::uint64_t id);
-  void start_cc_timers(std::uint64_t id);
   // The message of a QP that PSN `psn` belongs to, with its PSN range.
   struct SegmentRef {
     std::uint64_t message;
@@ -265,7 +238,6 @@ class RdmaNic final : public PacketSink, public PortOwner {
   std::uint32_t payload_of(const SegmentRef& seg, std::uint32_t psn) const;
   bool tcp() const { return cfg_.transport == Transport::kTcp; }
   Time rto() const;
-  void set_rate(QueuePair& qp, double bps);
 
   Simulation& sim_;
   Pool<Packet>& pool_;
@@ -280,6 +252,8 @@ class RdmaNic final : public PacketSink, public PortOwner {
   EgressPort port_;
   HandlerId start_, wire_start_, wakeup_, timer_;
   SendEngine engine_;
+  std::unique_ptr<CongestionControl> cc_;
+  CongestionControl::Needs cc_needs_;
   std::vector<std::uint64_t> active_;  // QPs of this NIC with data to send or unacked
   std::size_t round_robin_ = 0;
   std::uint32_t wakeup_generation_ = 0;
