@@ -188,27 +188,56 @@ TEST(PacketFabric, TwoDcqcnFlowsConvergeToTheFairShareWithTheQueueBetweenKminAnd
   // PFC on as deployed, with a buffer large enough that it stays quiet. In the middle half of
   // the run (both flows active, start-up over) each QP's rate averages within 10% of the fair
   // 50 Gb/s and the bottleneck queue averages between Kmin/2 and Kmax: DCQCN holds it near Kmin.
-  FabricRun run(star(3, "messages = 1"),
-                {"switch.pfc=true", "switch.ecn=true", "switch.ecn_kmin=\"40KB\"",
-                 "switch.ecn_kmax=\"160KB\"", "nic.dcqcn.enabled=true",
-                 "nic.dcqcn.rpg_time_reset=\"55us\"", "nic.dcqcn.rpg_ai_rate=\"40Mbps\"",
-                 "nic.dcqcn.rpg_hai_rate=\"200Mbps\"", "nic.dcqcn.rpg_threshold=5",
-                 "traffic.message_size=\"64MiB\"", "simulation.sample_interval=\"10us\"",
-                 "simulation.timeseries=[\"*.qp*.rate_gbps\", \"switch0.port0.queue_bytes\"]"});
-  Time end = Time::zero();
-  for (const Message& m : run.net.messages()) {
-    ASSERT_TRUE(m.complete());
-    end = std::max(end, m.finish);
+  // Both reaction points: the firmware's, and the paper's with its own timing (alpha period
+  // K = 55 us, at most one CNP per 50 us, byte counter B = 10 MB: the paper's values as
+  // protocols.md 1.1 quotes them). The paper's reaction point cuts on every CNP, by
+  // alpha/2 at once, so its queue sits lower: below Kmin on average rather than near it; the
+  // check for it is that the queue stays under Kmax with the link still 90 % used.
+  // (With the byte counter at the authors' ns-3 default of 150 KB the byte counter reaches
+  // hyper increase within ~0.1 ms and the two flows settle at 41 / 56 Gb/s: not fair within
+  // 10 %; docs/scenario.md says so at nic.dcqcn.rpg_byte_reset.)
+  const std::vector<std::string> common{
+      "switch.pfc=true",
+      "switch.ecn=true",
+      "switch.ecn_kmin=\"40KB\"",
+      "switch.ecn_kmax=\"160KB\"",
+      "nic.dcqcn.enabled=true",
+      "nic.dcqcn.rpg_time_reset=\"55us\"",
+      "nic.dcqcn.rpg_ai_rate=\"40Mbps\"",
+      "nic.dcqcn.rpg_hai_rate=\"200Mbps\"",
+      "nic.dcqcn.rpg_threshold=5",
+      "traffic.message_size=\"64MiB\"",
+      "simulation.sample_interval=\"10us\"",
+      "simulation.timeseries=[\"*.qp*.rate_gbps\", \"switch0.port0.queue_bytes\"]"};
+  for (const bool paper : {false, true}) {
+    SCOPED_TRACE(paper ? "paper" : "firmware");
+    auto set = common;
+    if (paper)
+      for (const char* k :
+           {"nic.dcqcn.variant=\"paper\"", "nic.dcqcn.dce_tcp_rtt=\"55us\"",
+            "nic.dcqcn.min_time_between_cnps=\"50us\"", "nic.dcqcn.rpg_byte_reset=\"10MB\""})
+        set.emplace_back(k);
+    FabricRun run(star(3, "messages = 1"), set);
+    Time end = Time::zero();
+    for (const Message& m : run.net.messages()) {
+      ASSERT_TRUE(m.complete());
+      end = std::max(end, m.finish);
+    }
+    const Time from = end / 4, to = end / 4 * 3;
+    const double r1 = run.mean_series("host1.qp0.rate_gbps", from, to);
+    const double r2 = run.mean_series("host2.qp1.rate_gbps", from, to);
+    EXPECT_NEAR(r1, 50, 5) << r1 << " / " << r2;
+    EXPECT_NEAR(r2, 50, 5) << r1 << " / " << r2;
+    const double queue = run.mean_series("switch0.port0.queue_bytes", from, to);
+    if (paper) {
+      EXPECT_GT(r1 + r2, 90) << r1 << " / " << r2;
+      EXPECT_LT(queue, 40'000) << queue;
+    } else {
+      EXPECT_GT(queue, 40'000 * 0.5) << queue;
+    }
+    EXPECT_LT(queue, 160'000) << queue;
+    EXPECT_GT(run.counter("switch0.ecn_marked_packets"), 0u);
   }
-  const Time from = end / 4, to = end / 4 * 3;
-  const double r1 = run.mean_series("host1.qp0.rate_gbps", from, to);
-  const double r2 = run.mean_series("host2.qp1.rate_gbps", from, to);
-  EXPECT_NEAR(r1, 50, 5) << r1 << " / " << r2;
-  EXPECT_NEAR(r2, 50, 5) << r1 << " / " << r2;
-  const double queue = run.mean_series("switch0.port0.queue_bytes", from, to);
-  EXPECT_GT(queue, 40'000 * 0.5) << queue;
-  EXPECT_LT(queue, 160'000) << queue;
-  EXPECT_GT(run.counter("switch0.ecn_marked_packets"), 0u);
 }
 
 TEST(PacketFabric, WithoutDcqcnTheQueueSitsAtTheXoffThreshold) {
