@@ -13,8 +13,8 @@ class NoCongestionControl final : public CongestionControl {
 }  // namespace
 
 const CcAlgorithm kNoCongestionControl{
-    "none", [](const RdmaConfig&, CcHost&, double) {
-      return std::unique_ptr<CongestionControl>(new NoCongestionControl);
+    "none", [](const RdmaConfig&, CcHost&, double) -> std::unique_ptr<CongestionControl> {
+      return std::make_unique<NoCongestionControl>();
     }};
 
 }  // namespace fabricsim

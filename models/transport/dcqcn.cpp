@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "models/transport/nic.hpp"
@@ -127,15 +128,12 @@ class DcqcnFirmwareCc final : public CongestionControl {
     } else if (s.stage > d_.rpg_threshold) {
       s.target = std::min(line_bps_, s.target + static_cast<double>(d_.rpg_hai_rate.bps()));
     }
-    set_rate(s, std::min(line_bps_, (s.target + s.rate) / 2));
+    set_rate(s, dcqcn_recover(s.rate, s.target, line_bps_));
     ++s.stage;
-    if (s.rate >= line_bps_ * (1 - 1e-9)) {
-      set_rate(s, line_bps_);
-      s.active = false;
-      ++s.generation;
-      return false;
-    }
-    return true;
+    if (s.rate < line_bps_) return true;
+    s.active = false;
+    ++s.generation;
+    return false;
   }
 
   DcqcnConfig d_;
@@ -147,8 +145,9 @@ class DcqcnFirmwareCc final : public CongestionControl {
 }  // namespace
 
 const CcAlgorithm kDcqcnFirmware{
-    "dcqcn", [](const RdmaConfig& cfg, CcHost& host, double line_bps) {
-      return std::unique_ptr<CongestionControl>(new DcqcnFirmwareCc(cfg.dcqcn, host, line_bps));
+    "dcqcn",
+    [](const RdmaConfig& cfg, CcHost& host, double line_bps) -> std::unique_ptr<CongestionControl> {
+      return std::make_unique<DcqcnFirmwareCc>(cfg.dcqcn, host, line_bps);
     }};
 
 }  // namespace fabricsim

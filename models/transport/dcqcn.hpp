@@ -13,6 +13,8 @@
 // algorithm, with it, is models/transport/dcqcn_paper.hpp.
 // The notification point (CNP generation, min_time_between_cnps) is the receiving NIC's.
 
+#include <algorithm>
+
 #include "models/transport/congestion_control.hpp"
 
 namespace fabricsim {
@@ -36,6 +38,13 @@ struct DcqcnConfig {
   // ByteCounter attribute, 150000 B (bobzhuyb/ns3-rdma qbb-net-device.cc, "ByteCounter").
   Bytes rpg_byte_reset{150'000};
 };
+
+// DCQCN's recovery step, both variants: RC moves halfway to the target RT, never above line
+// rate, and snaps to line rate within 1e-9 of it (there a QP's congestion control goes idle).
+inline double dcqcn_recover(double rate, double target, double line_bps) {
+  const double next = std::min(line_bps, (target + rate) / 2);
+  return next >= line_bps * (1 - 1e-9) ? line_bps : next;
+}
 
 extern const CcAlgorithm kDcqcnFirmware;
 

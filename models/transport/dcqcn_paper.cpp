@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "models/transport/nic.hpp"
@@ -134,9 +135,8 @@ class DcqcnPaperCc final : public CongestionControl {
     } else if (std::max(s.time_stage, s.byte_stage) >= f) {
       s.target += static_cast<double>(d_.rpg_ai_rate.bps());
     }
-    set_rate(s, std::min(line_bps_, (s.target + s.rate) / 2));
-    if (s.rate < line_bps_ * (1 - 1e-9)) return true;
-    set_rate(s, line_bps_);
+    set_rate(s, dcqcn_recover(s.rate, s.target, line_bps_));
+    if (s.rate < line_bps_) return true;
     s.active = false;
     s.quiet_since = host_.cc_now();
     ++s.alpha_generation;
@@ -153,8 +153,9 @@ class DcqcnPaperCc final : public CongestionControl {
 }  // namespace
 
 const CcAlgorithm kDcqcnPaper{
-    "dcqcn-paper", [](const RdmaConfig& cfg, CcHost& host, double line_bps) {
-      return std::unique_ptr<CongestionControl>(new DcqcnPaperCc(cfg.dcqcn, host, line_bps));
+    "dcqcn-paper",
+    [](const RdmaConfig& cfg, CcHost& host, double line_bps) -> std::unique_ptr<CongestionControl> {
+      return std::make_unique<DcqcnPaperCc>(cfg.dcqcn, host, line_bps);
     }};
 
 }  // namespace fabricsim

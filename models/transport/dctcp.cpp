@@ -44,9 +44,9 @@ class DctcpCc final : public NewRenoCc {
 
 }  // namespace
 
-const CcAlgorithm kDctcp{"dctcp", [](const RdmaConfig& cfg, CcHost&, double) {
-                           return std::unique_ptr<CongestionControl>(
-                               new DctcpCc(cfg.tcp.initial_window, cfg.tcp.dctcp_g));
-                         }};
+const CcAlgorithm kDctcp{
+    "dctcp", [](const RdmaConfig& cfg, CcHost&, double) -> std::unique_ptr<CongestionControl> {
+      return std::make_unique<DctcpCc>(cfg.tcp.initial_window, cfg.tcp.dctcp_g);
+    }};
 
 }  // namespace fabricsim

@@ -43,8 +43,8 @@ void NewRenoCc::on_timeout(std::uint32_t slot) {
 }
 
 const CcAlgorithm kNewReno{
-    "newreno", [](const RdmaConfig& cfg, CcHost&, double) {
-      return std::unique_ptr<CongestionControl>(new NewRenoCc(cfg.tcp.initial_window));
+    "newreno", [](const RdmaConfig& cfg, CcHost&, double) -> std::unique_ptr<CongestionControl> {
+      return std::make_unique<NewRenoCc>(cfg.tcp.initial_window);
     }};
 
 }  // namespace fabricsim

@@ -65,6 +65,17 @@ RdmaConfig paper_config(int threshold) {
   return cfg;
 }
 
+// One QP of the paper variant (QP 0) that has had one CNP at t = 0: RT = 100, RC = 50 Gb/s.
+struct PaperQpAfterOneCnp {
+  ScriptedHost host;
+  std::unique_ptr<CongestionControl> cc;
+  std::uint32_t slot;
+  explicit PaperQpAfterOneCnp(int threshold)
+      : cc(kDcqcnPaper.make(paper_config(threshold), host, kLine)), slot(cc->open(0)) {
+    cc->on_cnp(slot);
+  }
+};
+
 }  // namespace
 
 TEST(DcqcnPaper, EveryCnpCutsTheRateAtOnceWhereTheFirmwareWaitsForItsMonitorPeriod) {
@@ -95,11 +106,8 @@ TEST(DcqcnPaper, TheTimerAndTheByteCounterEachRecoverHalfTheGap) {
   // The byte counter fires once rpg_byte_reset = 150000 B have left: with 4178 B packets, 35
   // are 146230 B (no event) and the 36th makes 150408 B: RC = 75. Then the timer, 55 us after
   // the CNP: RC = 87.5.
-  const RdmaConfig cfg = paper_config(5);
-  ScriptedHost host;
-  auto cc = kDcqcnPaper.make(cfg, host, kLine);
-  const auto s = cc->open(0);
-  cc->on_cnp(s);
+  PaperQpAfterOneCnp qp(5);
+  auto& [host, cc, s] = qp;
   for (int i = 0; i < 35; ++i) cc->on_sent(s, 4178);
   EXPECT_DOUBLE_EQ(host.rate, 50e9);
   cc->on_sent(s, 4178);
@@ -118,11 +126,8 @@ TEST(DcqcnPaper, HyperIncreaseGrowsWithTheSmallerStageAndHalvesTheTimer) {
   //   bytes (TC 2, BC 2): hyper, i = 2: RT = 100.84, RC = (100.84 + 94.035)/2 = 97.4375.
   // A constant hyper step (the firmware's) would give 97.3375 at the end. In hyper increase the
   // timer runs every T/2 = 27.5 us.
-  const RdmaConfig cfg = paper_config(1);
-  ScriptedHost host;
-  auto cc = kDcqcnPaper.make(cfg, host, kLine);
-  const auto s = cc->open(0);
-  cc->on_cnp(s);
+  PaperQpAfterOneCnp qp(1);
+  auto& [host, cc, s] = qp;
   host.fire(*cc, s, kRateTimer);
   EXPECT_NEAR(host.rate, 75.02e9, 1);
   cc->on_sent(s, 150'000);
@@ -138,11 +143,8 @@ TEST(DcqcnPaper, AlphaDecaysEveryPeriodWithoutACnpAndRisesWithTheNext) {
   // After the first CNP alpha = 1, RC = 50. Three alpha periods without a CNP: alpha =
   // (1-g)^3; the rate does not move. The next CNP: alpha = (1-g)^4 + g, RT = 50,
   // RC = 50 (1 - alpha/2).
-  const RdmaConfig cfg = paper_config(5);
-  ScriptedHost host;
-  auto cc = kDcqcnPaper.make(cfg, host, kLine);
-  const auto s = cc->open(0);
-  cc->on_cnp(s);
+  PaperQpAfterOneCnp qp(5);
+  auto& [host, cc, s] = qp;
   for (int i = 0; i < 3; ++i) host.fire(*cc, s, kAlphaTimer);
   EXPECT_DOUBLE_EQ(host.rate, 50e9);
   cc->on_cnp(s);
@@ -153,11 +155,8 @@ TEST(DcqcnPaper, AlphaDecaysEveryPeriodWithoutACnpAndRisesWithTheNext) {
 TEST(DcqcnPaper, BackAtLineRateItStopsItsTimersUntilTheNextCnp) {
   // Timer events alone bring RC back to line rate (RT grows past it by R_AI per step); then
   // the QP is idle: its last timer is stale and bytes sent change nothing.
-  const RdmaConfig cfg = paper_config(5);
-  ScriptedHost host;
-  auto cc = kDcqcnPaper.make(cfg, host, kLine);
-  const auto s = cc->open(0);
-  cc->on_cnp(s);
+  PaperQpAfterOneCnp qp(5);
+  auto& [host, cc, s] = qp;
   int steps = 0;
   while (host.rate < kLine && steps < 10'000) {
     host.fire(*cc, s, kRateTimer);
@@ -176,11 +175,8 @@ TEST(DcqcnPaper, BackAtLineRateItStopsItsTimersUntilTheNextCnp) {
 TEST(DcqcnPaper, AnIdleQpCatchesUpOnTheIncreasesItMissed) {
   // One CNP (RC 50), then the QP runs out of data for 3 T = 165 us: on resume it applies the
   // three fast-recovery steps its timer would have made: 75, 87.5, 93.75 Gb/s.
-  const RdmaConfig cfg = paper_config(5);
-  ScriptedHost host;
-  auto cc = kDcqcnPaper.make(cfg, host, kLine);
-  const auto s = cc->open(0);
-  cc->on_cnp(s);
+  PaperQpAfterOneCnp qp(5);
+  auto& [host, cc, s] = qp;
   cc->on_stop(s);
   host.now = 165_us;
   cc->on_resume(s);
