@@ -4,10 +4,10 @@
 
 #include <benchmark/benchmark.h>
 
-#include "models/collective.hpp"
+#include "fabric/packet_network.hpp"
+#include "models/nccl/collective.hpp"
 #include "tests/fixtures.hpp"
-#include "topologies/communicator.hpp"
-#include "topologies/network.hpp"
+#include "topo/communicator.hpp"
 
 using namespace fabricsim;
 using namespace fabricsim::literals;

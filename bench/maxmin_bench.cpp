@@ -6,7 +6,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "models/maxmin.hpp"
+#include "solver/maxmin.hpp"
 
 using namespace fabricsim;
 

@@ -4,7 +4,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "topologies/analysis.hpp"
+#include "topo/analysis.hpp"
 
 using namespace fabricsim;
 using namespace fabricsim::literals;

@@ -5,24 +5,104 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <thread>
 
-#include "cli/calibration.hpp"
-#include "cli/experiment.hpp"
-#include "cli/html_report.hpp"
-#include "cli/nccl_tests.hpp"
-#include "cli/output.hpp"
-#include "cli/perftest.hpp"
-#include "cli/sweep.hpp"
-#include "cli/training.hpp"
+#include "experiments/calibration.hpp"
+#include "experiments/diagnose.hpp"
+#include "experiments/nccl_tests.hpp"
+#include "experiments/perftest.hpp"
+#include "experiments/run.hpp"
+#include "experiments/sweep.hpp"
+#include "experiments/training.hpp"
 #include "fabricsim/version.hpp"
-#include "loader/scenario.hpp"
-#include "topologies/nccl_xml.hpp"
+#include "report/calibration_report.hpp"
+#include "report/html.hpp"
+#include "report/nccl_tests_output.hpp"
+#include "report/perftest_output.hpp"
+#include "report/results.hpp"
+#include "report/trace.hpp"
+#include "scenario/scenario.hpp"
+#include "topo/nccl_xml.hpp"
 #include "validation/parsers.hpp"
 
 namespace fabricsim {
 namespace {
+
+// `calibrate`, `validate` and `diagnose`: their arguments, and the experiment each runs
+// (experiments/calibration.hpp, experiments/diagnose.hpp) with its report.
+struct CalibrationCli {
+  std::string measurements, scenario, out = "calibrated.toml", fidelity, report;
+  double holdout = 0, max_error = 0;
+  std::vector<std::string> fit;  // --fit: parameter keys (calibration_parameters)
+};
+
+void print_notes(const std::vector<std::string>& notes, std::ostream& err) {
+  for (const auto& n : notes) err << "  " << n << '\n';
+}
+
+// The folder's measurements (what was read is listed on `err`); nccl-tests rows required.
+MeasurementSet collective_measurements(const CalibrationCli& c, std::ostream& err) {
+  MeasurementSet set = load_measurements(c.measurements);
+  print_notes(set.notes, err);
+  if (set.collectives.empty())
+    throw std::invalid_argument(fmt::format(
+        "{}: no nccl-tests or perftest write/send outputs among the measurements", c.measurements));
+  return set;
+}
+
+int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
+  const MeasurementSet set = collective_measurements(c, err);
+  Scenario s = load_scenario(c.scenario);
+  std::vector<std::string> notes;
+  const auto direct = apply_direct_estimates(s, set, notes);
+  print_notes(notes, err);
+  out << direct_estimates_text(direct);
+  Calibration cal = calibrate(s, set.collectives, c.fit);
+  cal.direct = direct;
+  out << calibration_table(s, cal, set.collectives.size());
+  write_file_atomically(
+      c.out, calibration_overlay(cal, c.scenario, c.out, set.collectives.size(), c.measurements));
+  out << "wrote " << c.out << '\n';
+  return kExitOk;
+}
+
+int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
+  const MeasurementSet set = collective_measurements(c, err);
+  Scenario s = load_scenario(c.scenario);
+  if (!c.fidelity.empty()) s.fidelity = c.fidelity == "flow" ? Fidelity::kFlow : Fidelity::kPacket;
+  std::vector<std::string> notes;
+  const Validation v = validate(s, set.collectives, set, c.holdout, c.fit, notes);
+  print_notes(notes, err);
+  err << direct_estimates_text(v.direct);
+  if (v.held_rows > 0)
+    err << fmt::format("  calibrated on {} rows, holding out {}\n", v.fit_rows, v.held_rows);
+  out << validation_table(v);
+  if (!c.report.empty()) {
+    write_file_atomically(c.report, validation_html(fmt::format("fabricsim validate: {} against {}",
+                                                                c.scenario, c.measurements),
+                                                    v.rows));
+    out << "wrote " << c.report << '\n';
+  }
+  if (c.max_error > 0 && v.judged.mape > c.max_error) {
+    err << fmt::format(
+        "fabricsim: validation failed: mean absolute error {:.2f} % > --max-error "
+        "{:.2f} %\n",
+        v.judged.mape, c.max_error);
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+int run_diagnose(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
+  const MeasurementSet set = load_measurements(c.measurements);
+  print_notes(set.notes, err);
+  std::optional<Scenario> s;
+  if (!c.scenario.empty()) s = load_scenario(c.scenario);
+  out << diagnosis_text(diagnose(set, s ? &*s : nullptr));
+  return kExitOk;
+}
 
 // What `run` and `compare` simulate for a scenario: its training step or its traffic.
 RunFn run_function(const Scenario& s) {
@@ -529,8 +609,15 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
           out_dir.empty() ? std::filesystem::path("results") / (first.name + "-sweep")
                           : std::filesystem::path(out_dir);
       std::ostringstream discard;
-      return run_sweep(sweep_points(run_args.file, base, axes, force), dir, jobs, force,
-                       quiet ? discard : out, err);
+      const auto points = sweep_points(run_args.file, base, axes, force);
+      const SweepOutcome outcome = run_sweep(
+          points, jobs, force,
+          [&](std::size_t i, const Scenario& point, const RunResult& result) {
+            write_results(dir / fmt::format("point-{:03}", i), point, result);
+          },
+          err);
+      if (!outcome.reporting) return kExitOk;
+      return write_sweep_summary(dir, points, outcome, quiet ? discard : out, err);
     }
     if (mpi_rank() > 0) return kExitOk;  // under mpirun without a sweep: rank 0 runs it
     const Scenario s = run_args.load();

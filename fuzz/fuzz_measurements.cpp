@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "topologies/nccl_xml.hpp"
-#include "topologies/server.hpp"
+#include "topo/nccl_xml.hpp"
+#include "topo/server.hpp"
 #include "validation/parsers.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "cli/experiment.hpp"
-#include "loader/scenario.hpp"
+#include "experiments/run.hpp"
+#include "scenario/scenario.hpp"
 #include "tests/cli_run.hpp"
 #include "tests/temp_dir.hpp"
 

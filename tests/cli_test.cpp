@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "cli/sweep.hpp"
+#include "experiments/sweep.hpp"
 #include "fabricsim/version.hpp"
 #include "tests/cli_run.hpp"
 #include "tests/temp_dir.hpp"

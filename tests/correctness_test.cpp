@@ -6,13 +6,14 @@
 
 #include <set>
 
-#include "cli/experiment.hpp"
-#include "cli/nccl_tests.hpp"
-#include "cli/output.hpp"
-#include "loader/scenario.hpp"
+#include "experiments/nccl_tests.hpp"
+#include "experiments/run.hpp"
+#include "report/nccl_tests_output.hpp"
+#include "report/results.hpp"
+#include "scenario/scenario.hpp"
 #include "sim/checked.hpp"
-#include "topologies/analysis.hpp"
-#include "topologies/communicator.hpp"
+#include "topo/analysis.hpp"
+#include "topo/communicator.hpp"
 
 using namespace fabricsim;
 

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <numeric>
 
-#include "cli/experiment.hpp"
-#include "cli/output.hpp"
-#include "topologies/monitor.hpp"
+#include "experiments/run.hpp"
+#include "fabric/monitor.hpp"
+#include "report/results.hpp"
 
 using namespace fabricsim;
 using namespace fabricsim::literals;

@@ -12,10 +12,10 @@
 #include <map>
 #include <sstream>
 
-#include "cli/experiment.hpp"
-#include "cli/nccl_tests.hpp"
-#include "cli/training.hpp"
-#include "loader/scenario.hpp"
+#include "experiments/nccl_tests.hpp"
+#include "experiments/run.hpp"
+#include "experiments/training.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace fabricsim;
 

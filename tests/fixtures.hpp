@@ -1,7 +1,7 @@
 #pragma once
 // Clusters several tests and benchmarks share.
 
-#include "topologies/network.hpp"
+#include "fabric/packet_network.hpp"
 
 namespace fabricsim::fixtures {
 

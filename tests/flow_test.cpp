@@ -1,12 +1,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "models/collective.hpp"
-#include "models/maxmin.hpp"
-#include "models/traffic.hpp"
+#include "fabric/flow_network.hpp"
+#include "models/nccl/collective.hpp"
+#include "models/workload/traffic.hpp"
+#include "solver/maxmin.hpp"
 #include "tests/fixtures.hpp"
-#include "topologies/communicator.hpp"
-#include "topologies/flow_network.hpp"
+#include "topo/communicator.hpp"
 
 using namespace fabricsim;
 using namespace fabricsim::literals;

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "models/traffic.hpp"
-#include "topologies/network.hpp"
+#include "fabric/packet_network.hpp"
+#include "models/workload/traffic.hpp"
 
 using namespace fabricsim;
 using namespace fabricsim::literals;

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "loader/scenario.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace fabricsim;
 using namespace fabricsim::literals;

@@ -5,8 +5,8 @@
 #include <set>
 #include <sstream>
 
-#include "topologies/analysis.hpp"
-#include "topologies/nccl_xml.hpp"
+#include "topo/analysis.hpp"
+#include "topo/nccl_xml.hpp"
 
 using namespace fabricsim;
 using namespace fabricsim::literals;

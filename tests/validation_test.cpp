@@ -8,10 +8,11 @@
 #include <sstream>
 #include <tuple>
 
-#include "cli/calibration.hpp"
 #include "cli/commands.hpp"
+#include "experiments/calibration.hpp"
+#include "report/calibration_report.hpp"
 #include "tests/temp_dir.hpp"
-#include "topologies/server.hpp"
+#include "topo/server.hpp"
 #include "validation/fit.hpp"
 #include "validation/parsers.hpp"
 
@@ -126,7 +127,7 @@ TEST(Parsers, PerftestBandwidthInMiBAndGbitsAndLatency) {
 }
 
 TEST(Parsers, NvidiaSmiTopoFixtureReadsWithTheServerImporter) {
-  // The server importer's parser (topologies/server.hpp) reads the collected matrix.
+  // The server importer's parser (topo/server.hpp) reads the collected matrix.
   const std::string text = fixture("nvidia_smi_topo.txt");
   EXPECT_TRUE(looks_like_nvidia_smi_topo(text));
   const TopoMatrix t = parse_topo_matrix(text);

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "cli/training.hpp"
-#include "loader/scenario.hpp"
+#include "experiments/training.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace fabricsim;
 

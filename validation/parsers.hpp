@@ -66,7 +66,7 @@ struct PerftestOutput {
 PerftestOutput parse_perftest(std::string_view text, const std::string& source);
 bool looks_like_perftest(std::string_view text);
 
-// nvidia-smi topo -m: topologies/server.hpp parse_topo_matrix (the server importer's parser).
+// nvidia-smi topo -m: topo/server.hpp parse_topo_matrix (the server importer's parser).
 bool looks_like_nvidia_smi_topo(std::string_view text);
 
 // ---- ethtool -S ----

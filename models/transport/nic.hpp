@@ -30,10 +30,10 @@
 #include <string>
 #include <vector>
 
-#include "models/message.hpp"
-#include "models/port.hpp"
 #include "models/transport/congestion_control.hpp"
 #include "models/transport/dcqcn.hpp"
+#include "net/message.hpp"
+#include "net/port.hpp"
 
 namespace fabricsim {
 

@@ -6,10 +6,10 @@
 #include <optional>
 #include <vector>
 
-#include "loader/scenario.hpp"
 #include "models/transport/dcqcn_paper.hpp"
 #include "models/transport/dctcp.hpp"
 #include "models/transport/nic.hpp"
+#include "scenario/scenario.hpp"
 
 using namespace fabricsim;
 using namespace fabricsim::literals;

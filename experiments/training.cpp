@@ -1,0 +1,207 @@
+#include "experiments/training.hpp"
+
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "experiments/nccl_tests.hpp"
+#include "topo/communicator.hpp"
+
+namespace fabricsim {
+
+namespace {
+
+struct TrainingRun {
+  WorkloadResult workload;
+  std::vector<std::pair<std::string, std::uint64_t>> counters;
+  std::vector<std::string> errors;
+  std::vector<LinkLoad> bottlenecks;
+  Time sim_time{};
+  std::uint64_t events = 0;
+  std::uint64_t fingerprint = 0;
+  int channels = 0;
+};
+
+TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const WorkloadSpec& spec,
+                     Simulation::ProgressFn progress, bool trace) {
+  Simulation sim(s.seed);
+  FabricBackend fabric(sim, s, cluster);
+  PacketNetwork* packet = fabric.packet.get();
+  CollectiveEngine engine(sim, fabric.port(), s.gpu, s.nccl, s.execution);
+  const int servers = std::max(1, s.cluster.servers);
+  const int gpus = static_cast<int>(s.cluster.server.gpus.size());
+  CommunicatorOptions base;
+  base.server_order = s.nccl.server_order;
+  base.cross_nic = s.nccl.cross_nic;
+  base.channels_per_net_peer = s.nccl.channels_per_net_peer;
+  base.server_list = s.nccl.server_list;
+  base.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
+  const int stages = std::max(1, spec.pipeline_stages);
+  const int replicas = servers / stages;
+  WorkloadComms comms;
+  std::vector<double> speed(static_cast<std::size_t>(servers), 1.0);
+  for (int srv = 0; srv < servers; ++srv) {
+    CommunicatorOptions o = base;
+    o.server_order = ServerOrder::kHostfile;
+    o.server_list.clear();
+    o.first_rank = srv * gpus;
+    o.ranks = gpus;
+    comms.tp.push_back(
+        engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
+    for (int g = 0; g < gpus; ++g)
+      speed[static_cast<std::size_t>(srv)] = std::min(
+          speed[static_cast<std::size_t>(srv)],
+          spec.gpu_speed.empty() ? 1.0 : spec.gpu_speed[static_cast<std::size_t>(srv * gpus + g)]);
+  }
+  // DP: GPU g of every replica of a stage. PP: a server's GPUs, then its next-stage peer's.
+  comms.dp.resize(static_cast<std::size_t>(stages));
+  for (int p = 0; p < stages && replicas > 1; ++p) {
+    for (int g = 0; g < gpus; ++g) {
+      CommunicatorOptions o = base;
+      for (int d = 0; d < replicas; ++d) o.gpus.push_back((p * replicas + d) * gpus + g);
+      comms.dp[static_cast<std::size_t>(p)].push_back(
+          engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
+    }
+  }
+  for (int srv = 0; srv + replicas < servers && stages > 1; ++srv) {
+    CommunicatorOptions o = base;
+    o.server_order = ServerOrder::kHostfile;
+    o.server_list.clear();
+    for (int g = 0; g < gpus; ++g) o.gpus.push_back(srv * gpus + g);
+    for (int g = 0; g < gpus; ++g) o.gpus.push_back((srv + replicas) * gpus + g);
+    comms.pp.push_back(
+        engine.add_communicator(build_communicator(cluster.topology, cluster.routing, o)));
+  }
+  const std::uint32_t dp_first =
+      comms.dp.front().empty() ? comms.tp.front() : comms.dp.front().front();
+  WorkloadDriver driver(sim, engine, spec, std::move(comms), speed);
+  if (trace) driver.enable_trace();
+  driver.start();
+  if (progress) sim.set_progress_callback(std::move(progress));
+  sim.run_until(s.simulation.stop_time);
+  TrainingRun r;
+  r.workload = driver.result();
+  // Collective primitives onto per-GPU tracks (4 + the GPU's index in its server).
+  for (const StepSpan& st : r.workload.steps) {
+    const auto gpu = static_cast<int>(engine.layout(st.comm).ranks[st.rank].gpu);
+    r.workload.trace.push_back(
+        {"primitive", gpu / gpus, 4 + gpu % gpus, st.start, st.end - st.start});
+  }
+  r.sim_time = sim.now();
+  r.events = sim.events_processed();
+  r.fingerprint = sim.fingerprint();
+  r.channels = engine.channels(dp_first);
+  for (const auto& c : sim.probes().counters())
+    r.counters.emplace_back(std::string(c.name), c.value);
+  if (packet)
+    for (const auto& e : packet->errors())
+      r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
+  r.bottlenecks = fabric.bottlenecks(cluster, sim.now(), r.counters);
+  return r;
+}
+
+}  // namespace
+
+RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
+                       Simulation::ProgressFn progress, std::vector<TraceSpan>* trace) {
+  if (scenario.cluster.servers < 1)
+    throw std::invalid_argument("a [workload] needs a [server] model (GPUs to train on)");
+  const TrainingRun full =
+      simulate(scenario, cluster, scenario.workload, std::move(progress), trace != nullptr);
+  if (trace != nullptr) *trace = full.workload.trace;
+
+  // The same per-server work on one server alone: no gradient traffic across servers.
+  Scenario one = scenario;
+  one.cluster.servers = 1;
+  one.cluster.fabric.kind = FabricKind::kStar;
+  one.cluster.fabric.switch_ports = 0;
+  one.cluster.fabric.rail_optimized = false;
+  one.workload.tokens_per_step = std::max<std::uint64_t>(
+      1, scenario.workload.tokens_per_step / static_cast<std::uint64_t>(scenario.cluster.servers));
+  one.workload.gpu_speed.resize(scenario.cluster.server.gpus.size(), 1.0);
+  one.workload.pipeline_stages = 1;  // one server holds one stage's work
+  const BuiltCluster single(one);
+  const TrainingRun alone = simulate(one, single, one.workload, {}, false);
+
+  RunResult r;
+  const WorkloadResult& w = full.workload;
+  r.status = w.completed ? "completed" : "time-limit";
+  r.errors = full.errors;
+  if (!w.completed)
+    r.errors.push_back(fmt::format("the training step did not finish by simulation.stop_time ({})",
+                                   to_string(scenario.simulation.stop_time)));
+  r.sim_time = full.sim_time;
+  r.events = full.events;
+  fold_fingerprint(r.fingerprint, full.fingerprint);
+  fold_fingerprint(r.fingerprint, alone.fingerprint);
+  r.counters = full.counters;
+  r.bottlenecks = full.bottlenecks;
+  const double n = scenario.cluster.servers;
+  const double dp_s = w.dp_active.seconds() / std::max(1, scenario.workload.pipeline_stages);
+  // Bytes each NIC received: its counters at packet level; at flow level what the ring
+  // AllReduces must move, 2(n-1)/n of the gradients of the GPUs that share the NIC.
+  const double nics = static_cast<double>(cluster.topology.endpoints().size());
+  double per_nic_bytes = 2 * (n - 1) / n * static_cast<double>(scenario.workload.gradient_bytes) *
+                         static_cast<double>(scenario.cluster.server.gpus.size()) /
+                         static_cast<double>(scenario.cluster.server.nics.size());
+  if (scenario.fidelity == Fidelity::kPacket) {
+    double received = 0;
+    for (const auto& [name, value] : full.counters)
+      if (name.ends_with(".rx_payload_bytes")) received += static_cast<double>(value);
+    per_nic_bytes = received / nics / scenario.workload.steps;
+  }
+  const double single_tps = alone.workload.tokens_per_s;
+  r.metrics = {
+      {"step_time_ms", w.step_ms, "ms"},
+      {"compute_ms", w.compute_ms, "ms"},
+      {"exposed_comm_ms", w.exposed_comm_ms, "ms"},
+      {"overlapped_comm_ms", w.overlapped_comm_ms, "ms"},
+      {"allreduce_ms_per_step", w.tp_allreduce_ms + w.dp_allreduce_ms, "ms"},
+      {"allreduce_cross_node_ms", w.dp_allreduce_ms, "ms"},
+      // What each NIC received per step over the time the gradient AllReduce ran, whatever
+      // the transport (RoCE, InfiniBand, TCP). roce_throughput_gbps: the same value under its
+      // old name, kept for one release.
+      {"cross_node_throughput_gbit_per_s", dp_s > 0 ? per_nic_bytes * 8 / dp_s / 1e9 : 0, "Gb/s"},
+      {"roce_throughput_gbps", dp_s > 0 ? per_nic_bytes * 8 / dp_s / 1e9 : 0, "Gb/s"},
+      {"pfc_pause_frames", static_cast<double>(pfc_pause_frames(r.counters)), ""},
+      {"tokens_per_s", w.tokens_per_s, "tokens/s"},
+      {"single_server_tokens_per_s", single_tps, "tokens/s"},
+      {"scaling_efficiency", single_tps > 0 ? w.tokens_per_s / (n * single_tps) : 0, ""},
+      {"collectives_per_step", static_cast<double>(w.collectives) / scenario.workload.steps, ""},
+      {"compute_slowdown_overlapped",
+       compute_slowdown(scenario.gpu, full.channels, Bandwidth{}, false), ""},
+  };
+  if (scenario.workload.pipeline_stages > 1) {
+    r.metrics.push_back({"pp_send_ms", w.pp_send_ms, "ms"});
+    r.metrics.push_back({"pipeline_bubble_ms", w.pp_wait_ms, "ms"});
+  }
+  for (const auto& binary : scenario.study_ops) {
+    for (const Bytes size : scenario.study_sizes) {
+      NcclTestsArgs a;
+      a.binary = binary;
+      a.op = *parse_perf_binary(binary);
+      a.min_bytes = a.max_bytes = static_cast<std::uint64_t>(size.count());
+      const NcclTestsResult t = run_nccl_tests(scenario, cluster, a);
+      const std::string op = binary.substr(0, binary.size() - 5);  // "all_reduce"
+      r.metrics.push_back({fmt::format("busbw_{}_{}", op, to_string(size)),
+                           t.rows.empty() ? 0 : t.rows.front().busbw[0], "GB/s"});
+      for (const auto& e : t.errors) r.errors.push_back(e);
+    }
+  }
+  if (!scenario.study_ops.empty()) {
+    const TopologySummary t = analyse(cluster.topology, cluster.routing, scenario.analysis);
+    r.metrics.push_back({"switches", static_cast<double>(t.switches), ""});
+    r.metrics.push_back({"cables", static_cast<double>(t.host_cables + t.fabric_cables), ""});
+    r.metrics.push_back({"optical_cables", static_cast<double>(t.optical_cables), ""});
+    r.metrics.push_back({"bisection_gbps", t.bisection_gbps, "Gb/s"});
+    if (t.cost.contains("total")) {
+      r.metrics.push_back({"cost_total", t.cost.at("total"), ""});
+      r.metrics.push_back({"cost_per_token_per_s",
+                           w.tokens_per_s > 0 ? t.cost.at("total") / w.tokens_per_s : 0, ""});
+    }
+  }
+  return r;
+}
+
+}  // namespace fabricsim

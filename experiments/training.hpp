@@ -1,0 +1,26 @@
+#pragma once
+// `fabricsim run` on a scenario with a [workload]: the training step of
+// models/workload/workload.hpp on the scenario's cluster (packet or flow level), and the same
+// workload on one server for the scaling efficiency. Metrics (results.json `metrics`):
+//   step_time_ms, compute_ms, exposed_comm_ms, overlapped_comm_ms
+//   allreduce_ms_per_step    TP (in-server) + DP (cross-server) AllReduce time per step
+//   allreduce_cross_node_ms  the DP part
+//   roce_throughput_gbps     the payload each NIC received per step over the time the DP
+//                            AllReduces ran (packet level: the NICs' counters; flow level:
+//                            2(n-1)/n x the gradient bytes of the GPUs sharing the NIC), i.e.
+//                            the per-NIC rate a counter shows while gradients are reduced
+//   pfc_pause_frames         pause frames the switches sent (packet level)
+//   tokens_per_s, single_server_tokens_per_s,
+//   scaling_efficiency       tokens/s / (servers x single-server tokens/s)
+//   compute_slowdown_overlapped  what NCCL's SMs cost a compute-bound kernel meanwhile
+
+#include "experiments/run.hpp"
+
+namespace fabricsim {
+
+// `trace` (when not null) receives the step timeline of the cluster run.
+RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
+                       Simulation::ProgressFn progress = {},
+                       std::vector<TraceSpan>* trace = nullptr);
+
+}  // namespace fabricsim

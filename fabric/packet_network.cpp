@@ -1,0 +1,124 @@
+#include "fabric/packet_network.hpp"
+
+#include <map>
+
+namespace fabricsim {
+
+PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routing& routing,
+                             const NetworkParams& params)
+    : routing_(routing), params_(params) {
+  const auto& g = topo.graph();
+  const std::uint8_t lossless = params.buffer.pfc ? params.buffer.lossless : 0;
+  std::vector<std::int32_t> switch_of_vertex(boost::num_vertices(g), -1);
+  for (std::size_t s = 0; s < routing.switch_count(); ++s) {
+    const Vertex v = routing.switch_vertex(s);
+    switch_of_vertex[v] = static_cast<std::int32_t>(s);
+    switches_.push_back(std::make_unique<Switch>(
+        sim, pool_, g[v].name, static_cast<std::uint32_t>(s), *this, params.buffer));
+  }
+  // InfiniBand: the credits an upstream port holds are the receive buffer its far end set aside
+  // for that (port, VL). A switch carves its one buffer into those receive buffers, so it can
+  // promise at most buffer / (ports x VLs in use) each: with vl_buffer 256 KiB on a 1 MiB,
+  // 8-port switch every (port, VL) gets 64 KiB, and the switch never holds more than its
+  // buffer. VLs in use: the NICs' data priority and their CNP priority. A NIC's own receive
+  // buffer (host memory) is vl_buffer.
+  const int vls = params.nic.priority == params.nic.cnp_priority ? 1 : 2;
+  std::vector<Bytes> receive_buffer(routing.switch_count(), params.buffer.vl_credits);
+  if (params.buffer.vl_credits > Bytes(0))
+    for (std::size_t s = 0; s < routing.switch_count(); ++s) {
+      const auto slots = static_cast<Bytes::rep>(routing.ports(s).size()) * vls;
+      receive_buffer[s] = std::min(params.buffer.vl_credits, Bytes(params.buffer.buffer.count() /
+                                                                   std::max<Bytes::rep>(1, slots)));
+    }
+  std::vector<std::int32_t> endpoint_of_vertex(boost::num_vertices(g), -1);
+  for (std::size_t e = 0; e < routing.endpoint_count(); ++e) {
+    endpoint_of_vertex[topo.endpoints()[e]] = static_cast<std::int32_t>(e);
+    const LinkInfo& link = g[routing.endpoint_link(e)];
+    const PortConfig port{.rate = link.rate,
+                          .latency = link.latency + params.switch_latency,
+                          .lossless = lossless,
+                          .vl_credits = receive_buffer[routing.endpoint_switch(e)]};
+    nics_.push_back(std::make_unique<RdmaNic>(sim, pool_, messages_, qps_, errors_,
+                                              static_cast<std::uint32_t>(e),
+                                              g[topo.endpoints()[e]].name, params.nic, port));
+  }
+  // Both directions of every cable: (switch, port) at each end, keyed by the link's properties.
+  std::map<const LinkInfo*, std::vector<std::pair<std::size_t, PortIndex>>> ends;
+  for (std::size_t s = 0; s < routing.switch_count(); ++s) {
+    for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
+      const auto& port = routing.ports(s)[p];
+      const LinkInfo& link = g[port.edge];
+      const std::int32_t peer_switch = switch_of_vertex[port.peer];
+      switches_[s]->add_port(
+          {.rate = link.rate,
+           .latency = link.latency + (peer_switch >= 0 ? params.switch_latency : Time::zero()),
+           .lossless = lossless,
+           .watchdog = params.buffer.pfc_watchdog,
+           .watchdog_drop = params.buffer.pfc_watchdog_drop,
+           .vl_credits = peer_switch >= 0 ? receive_buffer[static_cast<std::size_t>(peer_switch)]
+                                          : params.buffer.vl_credits,
+           .strict = params.buffer.strict,
+           .dwrr_weight = params.buffer.dwrr_weight});
+      ends[&link].emplace_back(s, static_cast<PortIndex>(p));
+    }
+  }
+  for (auto& sw : switches_) sw->seal();
+  if (params.host_side) {
+    std::vector<RdmaNic*> nics;
+    for (auto& n : nics_) nics.push_back(n.get());
+    host_ = std::make_unique<HostFabric>(sim, pool_, topo, messages_, std::move(nics),
+                                         params.nic.format, params.host);
+  }
+  for (std::size_t s = 0; s < routing.switch_count(); ++s) {
+    for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
+      const auto& port = routing.ports(s)[p];
+      EgressPort& out = switches_[s]->port(p);
+      const std::int32_t peer_switch = switch_of_vertex[port.peer];
+      if (peer_switch >= 0) {
+        for (const auto& [t, q] : ends[&g[port.edge]]) {
+          if (t == s && q == p) continue;
+          out.connect(switches_[t].get(), q);
+          out.set_reverse(&switches_[t]->port(q));
+        }
+      } else {
+        RdmaNic& nic = *nics_[endpoint_of_vertex[port.peer]];
+        out.connect(&nic, 0);
+        out.set_reverse(&nic.port());
+        nic.port().connect(switches_[s].get(), static_cast<PortIndex>(p));
+        nic.port().set_reverse(&out);
+      }
+    }
+  }
+}
+
+PortIndex PacketNetwork::egress(std::uint32_t switch_index, const Packet& p) {
+  // Flow identity: the message (queue pair) and direction; control packets follow their QP.
+  const std::uint64_t flow = params_.path_selection == PathSelection::kSpray
+                                 ? spray_counter_++
+                                 : (p.message << 1) | (p.kind == PacketKind::kData ? 0 : 1);
+  return routing_.select(switch_index, p.dst, flow, params_.path_selection);
+}
+
+void PacketNetwork::start_messages() {
+  for (std::size_t id = 0; id < messages_.size(); ++id) {
+    Message& m = messages_[id];
+    if (m.connection == Message::kOwnConnection) m.connection = open_connection();
+    nics_[m.src]->schedule_message(id);
+  }
+}
+
+std::uint32_t PacketNetwork::open_connection() {
+  qps_.emplace_back();
+  return static_cast<std::uint32_t>(qps_.size() - 1);
+}
+
+std::uint64_t PacketNetwork::post(const Message& m) {
+  const std::uint64_t id = messages_.size();
+  messages_.messages.push_back(m);
+  Message& added = messages_[id];
+  if (added.connection == Message::kOwnConnection) added.connection = open_connection();
+  nics_[added.src]->schedule_message(id);
+  return id;
+}
+
+}  // namespace fabricsim

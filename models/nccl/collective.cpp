@@ -1,0 +1,870 @@
+#include "models/nccl/collective.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace fabricsim {
+
+namespace {
+constexpr std::uint64_t kP2pChunkNvlink = 512 << 10;  // NCCL P2P chunk sizes (init.cc)
+constexpr std::uint64_t kP2pChunkOther = 128 << 10;
+
+std::uint64_t pack(std::uint32_t hi, std::uint32_t lo) {
+  return (static_cast<std::uint64_t>(hi) << 32) | lo;
+}
+}  // namespace
+
+std::uint64_t TransferPort::post_pipeline(std::span<const Message>, Bytes, double, Time, Time) {
+  throw std::logic_error("this fabric backend runs no pipelines (flow level only)");
+}
+
+Time TransferPort::path_latency(const Message&) {
+  return Time::zero();
+}
+
+Time CollectiveResult::finish() const {
+  Time t = start;
+  for (Time f : rank_finish) t = std::max(t, f);
+  return t;
+}
+
+double CollectiveResult::mean_us() const {
+  if (rank_finish.empty()) return 0;
+  double sum = 0;
+  for (Time f : rank_finish) sum += (f - start).us();
+  return sum / static_cast<double>(rank_finish.size());
+}
+
+// Turns one request into streams, primitives and connections (see the header for the rules).
+class CollectiveEngine::Builder {
+ public:
+  Builder(CollectiveEngine& engine, Run& run, const CommLayout& layout, int channels)
+      : e_(engine), run_(run), layout_(layout), channels_(channels) {}
+
+  // Primitives per slice, or (streamed) one pipeline per channel and per sender for point
+  // to point.
+  void build(const CollectiveRequest& req, bool streamed) {
+    const int n = static_cast<int>(layout_.ranks.size());
+    if (n == 1 || req.op == CollOp::kSendRecv || req.op == CollOp::kAllToAll) {
+      streamed ? stream_point_to_point(req) : point_to_point(req);
+      return;
+    }
+    for (int c = 0; c < channels_; ++c) {
+      const std::uint64_t bytes = share(req.bytes, c);
+      if (req.op == CollOp::kAllReduce && run_.result.algo == Algo::kTree)
+        streamed ? stream_tree(c, bytes) : tree(c, bytes);
+      else if (req.op == CollOp::kBroadcast || req.op == CollOp::kReduce)
+        streamed ? stream_chain(c, bytes, req.op == CollOp::kReduce, req.root)
+                 : chain(c, bytes, req.op == CollOp::kReduce, req.root);
+      else
+        streamed ? stream_ring(c, bytes, req.op) : ring(c, bytes, req.op);
+    }
+  }
+
+ private:
+  // Point to point (sender, receiver) pairs: AllToAll every ordered pair, SendRecv its senders
+  // to their peers.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs(const CollectiveRequest& req) const {
+    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+    if (req.op == CollOp::kAllToAll) {
+      for (std::uint32_t a = 0; a < n; ++a)
+        for (std::uint32_t d = 1; d < n; ++d) out.emplace_back(a, (a + d) % n);
+      return out;
+    }
+    const std::uint32_t count = req.send_count == 0 ? n : req.send_count;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const std::uint32_t a = (req.send_first + i) % n;
+      const std::uint32_t b = (a + req.peer_offset) % n;
+      if (a != b) out.emplace_back(a, b);
+    }
+    return out;
+  }
+
+  // Bytes of channel c: S split evenly, the remainder to the first channels.
+  std::uint64_t share(std::uint64_t bytes, int c) const {
+    const auto nc = static_cast<std::uint64_t>(channels_);
+    return bytes / nc + (static_cast<std::uint64_t>(c) < bytes % nc ? 1 : 0);
+  }
+
+  const CommChannel& channel(int c) const {
+    return layout_.channels[static_cast<std::size_t>(c) % layout_.channels.size()];
+  }
+
+  std::uint32_t stream(std::uint32_t rank) {
+    run_.streams.push_back({.rank = rank});
+    return static_cast<std::uint32_t>(run_.streams.size() - 1);
+  }
+
+  // The connection from rank a to rank b on channel c (kind separates tree up and down).
+  std::uint32_t conn(int c, std::uint32_t a, std::uint32_t b, int kind, std::uint32_t sender,
+                     std::uint32_t receiver) {
+    auto [it, inserted] =
+        run_.conn_index.try_emplace({c, a, b, kind}, static_cast<std::uint32_t>(run_.conns.size()));
+    if (!inserted) return it->second;
+    Conn k;
+    k.sender = sender;
+    k.receiver = receiver;
+    const CommRank& ra = layout_.ranks[a];
+    const CommRank& rb = layout_.ranks[b];
+    k.local = ra.server == rb.server;
+    const bool p2p = c < 0;
+    const CommChannel* ch = p2p ? nullptr : &channel(c);
+    k.address.src = k.local || p2p ? ra.nic : ch->nic[a];
+    k.address.dst = k.local || p2p ? rb.nic : ch->nic[b];
+    k.address.src_gpu = ra.gpu;
+    k.address.dst_gpu = rb.gpu;
+    k.link = k.local ? layout_.intra_link : LinkClass::kNet;
+    // One queue pair per (channel, sender, receiver), kept for the communicator's lifetime.
+    auto [q, fresh] = e_.comms_[run_.comm].qps.try_emplace({c, a, b}, 0);
+    if (fresh) q->second = e_.port_.open_connection();
+    k.address.connection = q->second;
+    run_.conns.push_back(std::move(k));
+    return it->second;
+  }
+
+  // Per loop of a ring channel carrying `bytes`, the bytes of each rank's chunk: the loop moves
+  // n chunks, the last loop what is left, split evenly (at least 1 byte).
+  std::vector<std::uint64_t> ring_chunks(std::uint64_t bytes, std::uint32_t n) const {
+    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
+    std::vector<std::uint64_t> out;
+    std::uint64_t offset = 0;
+    do {
+      out.push_back(std::max<std::uint64_t>(1, std::min(chunk, (bytes - offset + n - 1) / n)));
+      offset += out.back() * n;
+    } while (offset < bytes);
+    return out;
+  }
+
+  // Slices of one chunk of `real` bytes.
+  std::vector<std::uint64_t> slices(std::uint64_t real) const {
+    const auto slice =
+        static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run_.sizing.slice.count()));
+    std::vector<std::uint64_t> out;
+    for (std::uint64_t done = 0; done < real; done += slice)
+      out.push_back(std::min(slice, real - done));
+    if (out.empty()) out.push_back(0);
+    return out;
+  }
+
+  void ring(int c, std::uint64_t bytes, CollOp op_kind) {
+    const CommChannel& ch = channel(c);
+    const auto n = static_cast<std::uint32_t>(ch.ring.size());
+    std::vector<std::uint32_t> s(n);
+    for (std::uint32_t i = 0; i < n; ++i) s[i] = stream(ch.ring[i]);
+    std::vector<std::uint32_t> out(n);  // connection ring[i] -> ring[i+1]
+    for (std::uint32_t i = 0; i < n; ++i)
+      out[i] = conn(c, ch.ring[i], ch.ring[(i + 1) % n], 0, s[i], s[(i + 1) % n]);
+    for (const std::uint64_t real : ring_chunks(bytes, n)) {
+      const auto sl = slices(real);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t in = out[(i + n - 1) % n], to = out[i];
+        // Step 0 sends the rank's own chunk; then steps that receive, combine and forward.
+        for (auto b : sl) op(s[i], {}, {to}, b, false);
+        if (op_kind == CollOp::kAllReduce) {
+          for (std::uint32_t k = 1; k + 1 < n; ++k)
+            for (auto b : sl) op(s[i], {in}, {to}, b, true);  // recvReduceSend
+          for (auto b : sl) op(s[i], {in}, {to}, b, true);    // recvReduceCopySend
+          for (std::uint32_t k = 1; k + 1 < n; ++k)
+            for (auto b : sl) op(s[i], {in}, {to}, b, false);  // recvCopySend
+          for (auto b : sl) op(s[i], {in}, {}, b, false);      // recv
+        } else {
+          const bool reduce = op_kind == CollOp::kReduceScatter;
+          for (std::uint32_t k = 1; k + 1 < n; ++k)
+            for (auto b : sl) op(s[i], {in}, {to}, b, reduce);
+          for (auto b : sl) op(s[i], {in}, {}, b, reduce);
+        }
+      }
+    }
+    commit();
+  }
+
+  // The ranks of channel c's ring in chain order: from the root for Broadcast, ending at it
+  // for Reduce (the data flows towards the root).
+  std::vector<std::uint32_t> chain_order(int c, bool reduce, int root) const {
+    const CommChannel& ch = channel(c);
+    const auto n = static_cast<std::uint32_t>(ch.ring.size());
+    const auto root_pos = static_cast<std::uint32_t>(
+        std::find(ch.ring.begin(), ch.ring.end(), static_cast<std::uint32_t>(root)) -
+        ch.ring.begin());
+    std::vector<std::uint32_t> order(n);
+    for (std::uint32_t i = 0; i < n; ++i) order[i] = ch.ring[(root_pos + (reduce ? i + 1 : i)) % n];
+    return order;
+  }
+
+  // Broadcast (root first, data flows along the ring) or Reduce (towards the root, last).
+  void chain(int c, std::uint64_t bytes, bool reduce, int root) {
+    const std::vector<std::uint32_t> order = chain_order(c, reduce, root);
+    const auto n = static_cast<std::uint32_t>(order.size());
+    std::vector<std::uint32_t> s(n), out(n);
+    for (std::uint32_t i = 0; i < n; ++i) s[i] = stream(order[i]);
+    for (std::uint32_t i = 0; i + 1 < n; ++i)
+      out[i] = conn(c, order[i], order[i + 1], 0, s[i], s[i + 1]);
+    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
+    std::uint64_t offset = 0;
+    do {
+      const std::uint64_t real = std::max<std::uint64_t>(1, std::min(chunk, bytes - offset));
+      for (auto b : slices(real)) {
+        op(s[0], {}, {out[0]}, b, false);
+        for (std::uint32_t i = 1; i + 1 < n; ++i) op(s[i], {out[i - 1]}, {out[i]}, b, reduce);
+        op(s[n - 1], {out[n - 2]}, {}, b, reduce);
+      }
+      offset += real;
+    } while (offset < bytes);
+    commit();
+  }
+
+  void tree(int c, std::uint64_t bytes) {
+    const CommChannel& ch = channel(c);
+    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+    std::vector<std::uint32_t> up(n), down(n);
+    for (std::uint32_t r = 0; r < n; ++r) {
+      up[r] = stream(r);
+      down[r] = stream(r);
+      run_.streams[down[r]].partner = -1;
+      run_.streams[up[r]].partner = static_cast<std::int32_t>(down[r]);
+    }
+    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
+    std::uint64_t offset = 0;
+    do {
+      const std::uint64_t b = std::max<std::uint64_t>(1, std::min(chunk, bytes - offset));
+      for (std::uint32_t r = 0; r < n; ++r) {
+        std::vector<std::uint32_t> from_children, to_children;
+        for (std::int32_t child : ch.tree_down[r]) {
+          if (child < 0) continue;
+          const auto k = static_cast<std::uint32_t>(child);
+          from_children.push_back(conn(c, k, r, 1, up[k], up[r]));
+          to_children.push_back(conn(c, r, k, 2, down[r], down[k]));
+        }
+        const std::int32_t parent = ch.tree_up[r];
+        const bool leaf = from_children.empty();
+        // Up: receive every child's partial sum, add ours, pass it on (root: keep it).
+        std::vector<std::uint32_t> sends;
+        if (parent >= 0)
+          sends.push_back(conn(c, r, static_cast<std::uint32_t>(parent), 1, up[r],
+                               up[static_cast<std::uint32_t>(parent)]));
+        op(up[r], from_children, sends, b, !leaf);
+        const auto up_op = static_cast<std::int32_t>(run_.ops.size() - 1);
+        // Down: receive the result from the parent (root: from its own reduction), forward.
+        std::vector<std::uint32_t> recvs;
+        if (parent >= 0)
+          recvs.push_back(conn(c, static_cast<std::uint32_t>(parent), r, 2,
+                               down[static_cast<std::uint32_t>(parent)], down[r]));
+        op(down[r], recvs, to_children, b, false, parent < 0 ? up_op : -1);
+      }
+      offset += b;
+    } while (offset < bytes);
+    commit();
+  }
+
+  void op(std::uint32_t s, const std::vector<std::uint32_t>& recvs,
+          const std::vector<std::uint32_t>& sends, std::uint64_t bytes, bool reduce,
+          std::int32_t wait_op = -1) {
+    Op o;
+    o.recv_begin = static_cast<std::uint32_t>(run_.op_conns.size());
+    run_.op_conns.insert(run_.op_conns.end(), recvs.begin(), recvs.end());
+    o.recv_end = o.send_begin = static_cast<std::uint32_t>(run_.op_conns.size());
+    run_.op_conns.insert(run_.op_conns.end(), sends.begin(), sends.end());
+    o.send_end = static_cast<std::uint32_t>(run_.op_conns.size());
+    o.bytes = bytes;
+    o.reduce = reduce;
+    o.wait_op = wait_op;
+    run_.ops.push_back(o);
+    ops_[s].push_back(static_cast<std::uint32_t>(run_.ops.size() - 1));
+  }
+
+  // SendRecv: rank r sends S to r+1. AllToAll: S/n from every rank to every other. Each
+  // pair's bytes are split over the layout's p2p channels per peer (`channels_` of them,
+  // share() as for collectives), each channel a thread block at both ends and its own
+  // connection (p2p channel ch is connection channel -1 - ch). (A single rank always runs
+  // streamed: see launch.)
+  void point_to_point(const CollectiveRequest& req) {
+    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+    const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
+    for (const auto& [a, b] : pairs(req))
+      for (int ch = 0; ch < channels_; ++ch) {
+        const std::uint64_t bytes = share(per_pair, ch);
+        if (bytes == 0 && ch > 0) continue;
+        const std::uint32_t s = stream(a), r = stream(b);
+        const std::uint32_t k = conn(-1 - ch, a, b, 0, s, r);
+        const std::uint64_t chunk = run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther;
+        std::uint64_t offset = 0;
+        do {
+          const std::uint64_t part = std::min(chunk, bytes - offset);
+          op(s, {}, {k}, part, false);
+          op(r, {k}, {}, part, false);
+          offset += part;
+        } while (offset < bytes);
+      }
+    commit();
+  }
+
+  // --- streamed execution (see the header) ---
+
+  // A block's time for one primitive moving `bytes`: its step latency (GPU side: the link
+  // class it sends on, the NVLink figure for the network) and its copy.
+  double op_seconds(const Conn& k, std::uint64_t bytes, bool reduce) const {
+    const LinkClass cls = k.local ? k.link : LinkClass::kNvLink;
+    const double rate = e_.copy_rate(reduce, run_.result.channels);
+    return e_.step_latency(run_.result.proto, cls).seconds() +
+           (rate > 0 ? static_cast<double>(bytes) * 8 / rate : 0.0);
+  }
+  // One hop of a slice's way: the sender's primitive (step latency and copy; inside a server
+  // the copy is the transfer), the proxy's hand-off over the network, and the route.
+  double hop_seconds(const Conn& k, std::uint64_t bytes, bool reduce) const {
+    return op_seconds(k, bytes, reduce) +
+           (k.local ? 0.0 : e_.proxy_delay(run_.result.proto).seconds()) +
+           e_.port_.path_latency(k.address).seconds();
+  }
+  static Time seconds(double s) {
+    return Time::from_ps(static_cast<Time::rep>(std::llround(s * 1e12)));
+  }
+
+  // Adds a pipeline over connections `members` moving `data` bytes each.
+  void pipeline(const std::vector<std::uint32_t>& members, std::uint64_t data, double data_rate_cap,
+                double floor_s, double tail_s) {
+    Pipeline p;
+    for (const std::uint32_t k : members) {
+      p.members.push_back(run_.conns[k].address);
+      p.ranks.push_back(run_.conns[k].sender);
+      p.ranks.push_back(run_.conns[k].receiver);
+    }
+    std::sort(p.ranks.begin(), p.ranks.end());
+    p.ranks.erase(std::unique(p.ranks.begin(), p.ranks.end()), p.ranks.end());
+    const double wire = run_.sizing.wire_factor;
+    p.bytes = Bytes(std::max<Bytes::rep>(
+        1, static_cast<Bytes::rep>(std::ceil(static_cast<double>(data) * wire))));
+    p.rate_cap = data_rate_cap * wire;
+    p.floor = seconds(floor_s);
+    p.tail = seconds(tail_s);
+    run_.result.wire_bytes += p.bytes * static_cast<Bytes::rep>(members.size());
+    run_.pipelines.push_back(std::move(p));
+  }
+
+  std::uint64_t slice_of(std::uint64_t real) const {
+    return std::min<std::uint64_t>(
+        real, static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run_.sizing.slice.count())));
+  }
+
+  // Ring: every rank sends from the first step on (its own chunk), so there is no fill; the
+  // steps of a rank are coupled to its predecessor's previous step, so the ring takes at least
+  // its steps' latencies one after the other (floor: steps x hop, latency-bound sizes), and
+  // otherwise its bytes at the common rate; then the last receive.
+  void stream_ring(int c, std::uint64_t bytes, CollOp op_kind) {
+    const CommChannel& ch = channel(c);
+    const auto n = static_cast<std::uint32_t>(ch.ring.size());
+    std::vector<std::uint32_t> out(n);  // connection ring[i] -> ring[i+1]; streams = ranks
+    for (std::uint32_t i = 0; i < n; ++i)
+      out[i] = conn(c, ch.ring[i], ch.ring[(i + 1) % n], 0, ch.ring[i], ch.ring[(i + 1) % n]);
+    // Sends per connection per chunk, and a rank's primitives per slice by kind.
+    const bool all_reduce = op_kind == CollOp::kAllReduce;
+    const std::uint32_t sends = all_reduce ? 2 * (n - 1) : n - 1;
+    const std::uint32_t reduces = all_reduce || op_kind == CollOp::kReduceScatter ? n - 1 : 0;
+    const std::uint32_t copies = (all_reduce ? 2 * n - 1 : n) - reduces;
+    const auto chunks = ring_chunks(bytes, n);
+    const std::uint64_t data =
+        std::accumulate(chunks.begin(), chunks.end(), std::uint64_t{0}) * sends;
+    const std::uint64_t steps = chunks.size() * sends;
+    const std::uint64_t slice = slice_of(chunks.front());
+    // The slowest rank's block bounds the ring: per slice of every step it runs `reduces`
+    // reductions and `copies` copies (the last a receive), sending `sends` slices.
+    double block = 0, hop = 0;
+    const double reduce_share = static_cast<double>(reduces) / (reduces + copies);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const Conn& k = run_.conns[out[i]];
+      block = std::max(block, reduces * op_seconds(k, slice, true) +
+                                  (copies - 1) * op_seconds(k, slice, false) +
+                                  op_seconds(run_.conns[out[(i + n - 1) % n]], slice, false));
+      hop += reduce_share * hop_seconds(k, slice, true) +
+             (1 - reduce_share) * hop_seconds(k, slice, false);
+    }
+    hop /= n;
+    pipeline(out, data, static_cast<double>(sends * slice) / block,
+             static_cast<double>(steps) * hop, op_seconds(run_.conns[out[0]], slice, false));
+  }
+
+  // Chain (Broadcast, Reduce): a slice takes n-1 hops before the last rank has it (fill),
+  // then the rest streams at the common rate.
+  void stream_chain(int c, std::uint64_t bytes, bool reduce, int root) {
+    const std::vector<std::uint32_t> order = chain_order(c, reduce, root);
+    const auto n = static_cast<std::uint32_t>(order.size());
+    std::vector<std::uint32_t> out(n - 1);
+    for (std::uint32_t i = 0; i + 1 < n; ++i)
+      out[i] = conn(c, order[i], order[i + 1], 0, order[i], order[i + 1]);
+    const std::uint64_t slice = slice_of(std::max<std::uint64_t>(
+        1, std::min<std::uint64_t>(bytes, static_cast<std::uint64_t>(run_.sizing.chunk.count()))));
+    double block = 0, fill = 0;
+    for (const std::uint32_t k : out) {
+      block = std::max(block, op_seconds(run_.conns[k], slice, reduce));
+      fill += hop_seconds(run_.conns[k], slice, reduce);
+    }
+    fill += op_seconds(run_.conns[out.back()], slice, reduce);
+    pipeline(out, bytes, static_cast<double>(slice) / block, 0, fill);
+  }
+
+  // Tree: a chunk goes up to the root and back down before the deepest rank has it (fill:
+  // the deepest rank's way), then the rest streams at the common rate.
+  void stream_tree(int c, std::uint64_t bytes) {
+    const CommChannel& ch = channel(c);
+    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+    const std::uint64_t b = std::max<std::uint64_t>(
+        1, std::min<std::uint64_t>(bytes, static_cast<std::uint64_t>(run_.sizing.chunk.count())));
+    std::vector<std::uint32_t> members, up_of(n, UINT32_MAX), down_of(n, UINT32_MAX);
+    // Connections opened in the order the primitives' builder opens them (children first),
+    // so that both give every edge the same queue pair, hence the same ECMP path.
+    for (std::uint32_t r = 0; r < n; ++r) {
+      for (const std::int32_t child : ch.tree_down[r]) {
+        if (child < 0) continue;
+        const auto k = static_cast<std::uint32_t>(child);
+        up_of[k] = conn(c, k, r, 1, k, r);
+        down_of[k] = conn(c, r, k, 2, r, k);
+      }
+      const std::int32_t parent = ch.tree_up[r];
+      if (parent < 0) continue;
+      const auto p = static_cast<std::uint32_t>(parent);
+      up_of[r] = conn(c, r, p, 1, r, p);
+      down_of[r] = conn(c, p, r, 2, p, r);
+    }
+    double block = 0;
+    for (std::uint32_t r = 0; r < n; ++r) {
+      if (ch.tree_up[r] < 0) continue;
+      members.push_back(up_of[r]);
+      members.push_back(down_of[r]);
+      // Up: a reduction per chunk; down: a copy (each rank has a block for each).
+      block = std::max({block, op_seconds(run_.conns[up_of[r]], b, true),
+                        op_seconds(run_.conns[down_of[r]], b, false)});
+    }
+    if (members.empty()) return;
+    std::uint32_t deepest = 0;
+    int max_depth = -1;
+    for (std::uint32_t r = 0; r < n; ++r) {
+      int depth = 0;
+      for (std::uint32_t q = r; ch.tree_up[q] >= 0; q = static_cast<std::uint32_t>(ch.tree_up[q]))
+        ++depth;
+      if (depth > max_depth) {
+        max_depth = depth;
+        deepest = r;
+      }
+    }
+    double fill = 0;
+    for (std::uint32_t q = deepest; ch.tree_up[q] >= 0;
+         q = static_cast<std::uint32_t>(ch.tree_up[q]))
+      fill += hop_seconds(run_.conns[up_of[q]], b, true) +
+              hop_seconds(run_.conns[down_of[q]], b, false);
+    pipeline(members, bytes, static_cast<double>(b) / block, 0, fill);
+  }
+
+  // Point to point: one pipeline per sender over its pairs (NCCL schedules a rank's sends to
+  // all its peers in rounds across its channels, so they progress together): each pair moves
+  // its bytes at the sender's common rate, capped by a pair's send and receive blocks.
+  void stream_point_to_point(const CollectiveRequest& req) {
+    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+    if (n == 1) return;  // a copy inside one GPU, timed by launch
+    const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
+    const auto all = pairs(req);
+    for (std::size_t i = 0; i < all.size();) {
+      std::vector<std::uint32_t> members;
+      double cap = HUGE_VAL, tail = 0;
+      const std::uint32_t sender = all[i].first;
+      // Each pair over the p2p channels per peer: one member per (pair, channel), each moving
+      // its share at up to one block's rate.
+      const std::uint64_t bytes = std::max<std::uint64_t>(1, share(per_pair, 0));
+      for (; i < all.size() && all[i].first == sender; ++i)
+        for (int ch = 0; ch < channels_; ++ch) {
+          const std::uint32_t k = conn(-1 - ch, sender, all[i].second, 0, sender, all[i].second);
+          const std::uint64_t chunk = std::max<std::uint64_t>(
+              1, std::min(bytes, run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther));
+          const double op = op_seconds(run_.conns[k], chunk, false);
+          cap = std::min(cap, static_cast<double>(chunk) / op);
+          tail = std::max(tail, hop_seconds(run_.conns[k], chunk, false) + op);
+          members.push_back(k);
+        }
+      pipeline(members, bytes, cap, 0, tail);
+    }
+  }
+
+  // Lays the collected per-stream op lists out contiguously, in stream order.
+  void commit() {
+    std::vector<Op> ops;
+    std::vector<std::int32_t> moved(run_.ops.size() - first_op_, -1);
+    for (std::uint32_t s = first_stream_; s < run_.streams.size(); ++s) {
+      Stream& st = run_.streams[s];
+      st.begin = st.next = static_cast<std::uint32_t>(first_op_ + ops.size());
+      for (std::uint32_t o : ops_[s]) {
+        moved[o - first_op_] = static_cast<std::int32_t>(first_op_ + ops.size());
+        ops.push_back(run_.ops[o]);
+      }
+      st.end = static_cast<std::uint32_t>(first_op_ + ops.size());
+    }
+    for (Op& o : ops)
+      if (o.wait_op >= 0) o.wait_op = moved[static_cast<std::size_t>(o.wait_op) - first_op_];
+    std::copy(ops.begin(), ops.end(), run_.ops.begin() + first_op_);
+    first_op_ = run_.ops.size();
+    first_stream_ = static_cast<std::uint32_t>(run_.streams.size());
+    ops_.clear();
+  }
+
+  CollectiveEngine& e_;
+  Run& run_;
+  const CommLayout& layout_;
+  int channels_;
+  std::map<std::uint32_t, std::vector<std::uint32_t>> ops_;  // stream -> its ops, in order
+  std::size_t first_op_ = 0;
+  std::uint32_t first_stream_ = 0;
+};
+
+CollectiveEngine::CollectiveEngine(Simulation& sim, TransferPort& port, const GpuSpec& gpu,
+                                   const NcclConfig& cfg, const ExecutionOptions& exec)
+    : sim_(sim),
+      port_(port),
+      gpu_(gpu),
+      cfg_(cfg),
+      exec_(exec),
+      start_(sim.bind<&CollectiveEngine::on_start>(*this)),
+      op_done_(sim.bind<&CollectiveEngine::on_op_done>(*this)),
+      op_post_(sim.bind<&CollectiveEngine::on_op_post>(*this)),
+      copy_done_(sim.bind<&CollectiveEngine::on_copy_done>(*this)),
+      handoff_(sim.bind<&CollectiveEngine::on_handoff>(*this)),
+      arrival_(sim.bind<&CollectiveEngine::on_arrival>(*this)),
+      pipeline_done_(sim.bind<&CollectiveEngine::on_pipeline_done>(*this)) {
+  port_.set_listener(this);
+}
+
+std::uint32_t CollectiveEngine::add_communicator(CommLayout layout) {
+  comms_.push_back({std::move(layout), {}});
+  return static_cast<std::uint32_t>(comms_.size() - 1);
+}
+
+int CollectiveEngine::channels(std::uint32_t comm) const {
+  int nc = static_cast<int>(comms_[comm].layout.channels.size());
+  if (cfg_.max_channels > 0) nc = std::min(nc, cfg_.max_channels);
+  if (cfg_.min_channels > 0) nc = std::max(nc, cfg_.min_channels);
+  // More than the layout has (NCCL_MIN_NCHANNELS): NCCL duplicates channels, reusing their
+  // rings and trees.
+  return std::clamp(nc, 1, 64);
+}
+
+TunerChoice CollectiveEngine::choose(std::uint32_t comm, const CollectiveRequest& req) const {
+  const CommLayout& l = comms_[comm].layout;
+  NcclConfig cfg = cfg_;
+  if (req.algo) cfg.algo = req.algo;
+  if (req.proto) cfg.proto = req.proto;
+  const TunerInput in{.op = req.op,
+                      .bytes = req.bytes,
+                      .nranks = static_cast<int>(l.ranks.size()),
+                      .nnodes = l.servers,
+                      .channels = channels(comm),
+                      .sm_version = gpu_.sm_version,
+                      .bw_intra_gbs = l.bw_intra_gbs,
+                      .bw_inter_gbs = l.bw_inter_gbs,
+                      .ll128_enabled = cfg.ll128_enabled};
+  return tune(in, cfg);
+}
+
+std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveRequest& req, Time at,
+                                       CollectiveListener* listener) {
+  const auto id = static_cast<std::uint32_t>(runs_.size());
+  Run& run = runs_.emplace_back();
+  run.comm = comm;
+  run.listener = listener;
+  const TunerChoice choice = choose(comm, req);
+  CollectiveResult& r = run.result;
+  r.op = req.op;
+  r.bytes = req.bytes;
+  r.algo = choice.algo;
+  r.proto =
+      req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv ? Proto::kSimple : choice.proto;
+  r.tuner_us = choice.predicted_us;
+  const bool p2p = req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv;
+  r.channels = p2p ? comms_[comm].layout.p2p_channels
+                   : channels_for_size(channels(comm), r.proto, req.bytes);
+  r.start = at;
+  const auto n = comms_[comm].layout.ranks.size();
+  r.rank_finish.assign(n, at);
+  run.sizing = step_sizing(req.op, r.algo, r.proto, cfg_);
+  // One rank: NCCL moves nothing between GPUs; it copies the send buffer into the receive
+  // buffer (cudaMemcpyAsync device to device), which reads and writes HBM once each:
+  //   t = launch + 2 x bytes / hbm  (hbm counts reads and writes together),
+  // the whole GPU's copy rate, not one channel's. It runs as an empty streamed plan.
+  Time local_copy{};
+  if (n == 1 && gpu_.hbm.bps() > 0)
+    local_copy = tx_time(Bytes(static_cast<Bytes::rep>(2 * req.bytes)), gpu_.hbm);
+  r.streamed = n == 1 || (port_.pipelines() && (exec_.granularity == Granularity::kStreams ||
+                                                (exec_.granularity == Granularity::kAuto &&
+                                                 primitives(run, req) > exec_.stream_above)));
+  Builder(*this, run, comms_[comm].layout, r.channels).build(req, r.streamed);
+  run.op_done.assign(run.ops.size(), false);
+  run.streams_left = static_cast<std::uint32_t>(run.streams.size());
+  const Time launch = Time::from_ps(static_cast<Time::rep>(
+      std::llround(cfg_.launch_latency_us[static_cast<int>(r.proto)] * 1e6)));
+  sim_.schedule_at(at + launch + local_copy, start_, id);
+  return id;
+}
+
+std::uint64_t CollectiveEngine::primitives(const Run& run, const CollectiveRequest& req) const {
+  const auto n = static_cast<std::uint64_t>(comms_[run.comm].layout.ranks.size());
+  const auto nc = static_cast<std::uint64_t>(std::max(1, run.result.channels));
+  const auto ceil_div = [](std::uint64_t a, std::uint64_t b) {
+    return (a + b - 1) / std::max<std::uint64_t>(b, 1);
+  };
+  if (n == 1) return 1;
+  if (req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv) {
+    const std::uint64_t pairs = req.op == CollOp::kAllToAll ? n * (n - 1)
+                                : req.send_count > 0        ? req.send_count
+                                                            : n;
+    const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
+    return pairs * 2 * std::max<std::uint64_t>(1, ceil_div(per_pair, kP2pChunkOther));
+  }
+  const auto chunk = static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run.sizing.chunk.count()));
+  const auto slice = static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run.sizing.slice.count()));
+  const std::uint64_t per_channel = std::max<std::uint64_t>(1, req.bytes / nc);
+  if (req.op == CollOp::kAllReduce && run.result.algo == Algo::kTree)
+    return nc * n * 2 * ceil_div(per_channel, chunk);
+  if (req.op == CollOp::kBroadcast || req.op == CollOp::kReduce)
+    return nc * n * ceil_div(per_channel, slice);
+  const std::uint64_t steps = req.op == CollOp::kAllReduce ? 2 * n - 1 : n;
+  const std::uint64_t loops = ceil_div(per_channel, n * chunk);
+  const std::uint64_t slices = ceil_div(std::min(chunk, ceil_div(per_channel, n)), slice);
+  return nc * n * steps * loops * slices;
+}
+
+void CollectiveEngine::on_start(std::uint64_t id) {
+  Run& run = runs_[id];
+  if (run.result.streamed) {
+    if (run.pipelines.empty()) {  // nothing to move (one rank)
+      finish_pipelines(static_cast<std::uint32_t>(id));
+      return;
+    }
+    run.streams_left = static_cast<std::uint32_t>(run.pipelines.size());
+    for (std::uint32_t p = 0; p < run.pipelines.size(); ++p) {
+      const Pipeline& pl = run.pipelines[p];
+      const std::uint64_t mid =
+          port_.post_pipeline(pl.members, pl.bytes, pl.rate_cap, pl.floor, pl.tail);
+      messages_.emplace(mid, std::make_pair(static_cast<std::uint32_t>(id), kPipelineBit | p));
+    }
+    return;
+  }
+  for (std::uint32_t s = 0; s < run.streams.size(); ++s) {
+    if (run.streams[s].begin == run.streams[s].end) {
+      finish_stream(static_cast<std::uint32_t>(id), s);
+      continue;
+    }
+    try_advance(static_cast<std::uint32_t>(id), s);
+  }
+}
+
+void CollectiveEngine::try_advance(std::uint32_t id, std::uint32_t s) {
+  Run& run = runs_[id];
+  Stream& st = run.streams[s];
+  if (st.busy || st.next >= st.end) return;
+  const Op& o = run.ops[st.next];
+  if (o.wait_op >= 0 && !run.op_done[static_cast<std::size_t>(o.wait_op)]) return;
+  for (std::uint32_t i = o.recv_begin; i < o.recv_end; ++i) {
+    const Conn& k = run.conns[run.op_conns[i]];
+    if (k.arrived <= k.consumed) return;
+  }
+  for (std::uint32_t i = o.send_begin; i < o.send_end; ++i) {
+    const Conn& k = run.conns[run.op_conns[i]];
+    if (k.posted - k.consumed >= static_cast<std::uint32_t>(run.sizing.credits)) return;
+  }
+  // The block's own time per primitive: the step latency of the link class it sends on (else
+  // receives from); for a network connection only the GPU side of it (the NVLink-class
+  // figure: the block works on a local buffer), the proxy's hand-off to the NIC runs beside
+  // the block and delays the send (see post_sends).
+  const std::uint32_t first = o.send_begin < o.send_end   ? run.op_conns[o.send_begin]
+                              : o.recv_begin < o.recv_end ? run.op_conns[o.recv_begin]
+                                                          : UINT32_MAX;
+  const LinkClass cls = first == UINT32_MAX ? LinkClass::kNvLink : run.conns[first].link;
+  const Time t_latency =
+      step_latency(run.result.proto, cls == LinkClass::kNet ? LinkClass::kNvLink : cls);
+  Time t_copy{};
+  if (const double rate = copy_rate(o.reduce, run.result.channels); rate > 0 && o.bytes > 0)
+    t_copy = Time::from_ps(
+        static_cast<Time::rep>(std::ceil(static_cast<double>(o.bytes) * 8e12 / rate)));
+  st.busy = true;
+  st.since = sim_.now();
+  std::uint32_t local_sends = 0;
+  for (std::uint32_t i = o.send_begin; i < o.send_end; ++i)
+    local_sends += run.conns[run.op_conns[i]].local;
+  if (local_sends == 0) {
+    // Network (or no) sends: the block copies into the proxy's buffer, then the NIC sends.
+    sim_.schedule_in(t_latency + t_copy, op_done_, pack(id, s));
+    return;
+  }
+  // Inside a server the block's stores go straight into the peer's buffer: the transfer is
+  // the copy. The sends leave after the step latency; the primitive ends when its copy time
+  // has passed and its in-server sends have arrived, whichever is later.
+  st.pending = 1 + local_sends;
+  sim_.schedule_in(t_latency, op_post_, pack(id, s));
+  sim_.schedule_in(t_latency + t_copy, copy_done_, pack(id, s));
+}
+
+void CollectiveEngine::on_op_post(std::uint64_t payload) {
+  const auto id = static_cast<std::uint32_t>(payload >> 32);
+  const auto s = static_cast<std::uint32_t>(payload);
+  post_sends(id, runs_[id].streams[s].next);
+}
+
+void CollectiveEngine::on_copy_done(std::uint64_t payload) {
+  release(static_cast<std::uint32_t>(payload >> 32), static_cast<std::uint32_t>(payload));
+}
+
+void CollectiveEngine::release(std::uint32_t id, std::uint32_t s) {
+  Stream& st = runs_[id].streams[s];
+  if (st.pending > 0 && --st.pending == 0) complete_op(id, s);
+}
+
+Time CollectiveEngine::step_latency(Proto proto, LinkClass link) const {
+  return Time::from_ps(static_cast<Time::rep>(
+      std::llround(cfg_.step_latency_us[static_cast<int>(proto)][static_cast<int>(link)] * 1e6)));
+}
+
+Time CollectiveEngine::proxy_delay(Proto proto) const {
+  return std::max(Time::zero(),
+                  step_latency(proto, LinkClass::kNet) - step_latency(proto, LinkClass::kNvLink));
+}
+
+double CollectiveEngine::copy_rate(bool reduce, int channels) const {
+  if (gpu_.channel.bps() <= 0) return 0;   // unlimited
+  const double accesses = reduce ? 3 : 2;  // a reduction reads two buffers and writes one
+  const double hbm_share = static_cast<double>(gpu_.hbm.bps()) / (accesses * std::max(1, channels));
+  return std::min(static_cast<double>(gpu_.channel.bps()), hbm_share);
+}
+
+void CollectiveEngine::post_sends(std::uint32_t id, std::uint32_t index) {
+  Run& run = runs_[id];
+  const Op& o = run.ops[index];
+  const Bytes wire(std::max<Bytes::rep>(
+      1,
+      static_cast<Bytes::rep>(std::ceil(static_cast<double>(o.bytes) * run.sizing.wire_factor))));
+  const Time proxy = proxy_delay(run.result.proto);
+  for (std::uint32_t i = o.send_begin; i < o.send_end; ++i) {
+    const std::uint32_t k = run.op_conns[i];
+    Conn& c = run.conns[k];
+    ++c.posted;
+    run.result.wire_bytes += wire;
+    if (c.local || proxy == Time::zero()) {
+      post_transfer(id, k, wire);
+      continue;
+    }
+    c.handoff.push_back(wire);  // same delay for every send of a connection: order kept
+    sim_.schedule_in(proxy, handoff_, pack(id, k));
+  }
+}
+
+void CollectiveEngine::on_handoff(std::uint64_t payload) {
+  const auto id = static_cast<std::uint32_t>(payload >> 32);
+  const auto k = static_cast<std::uint32_t>(payload);
+  Conn& c = runs_[id].conns[k];
+  const Bytes wire = c.handoff.front();
+  c.handoff.pop_front();
+  post_transfer(id, k, wire);
+}
+
+void CollectiveEngine::on_op_done(std::uint64_t payload) {
+  const auto id = static_cast<std::uint32_t>(payload >> 32);
+  const auto s = static_cast<std::uint32_t>(payload);
+  post_sends(id, runs_[id].streams[s].next);
+  complete_op(id, s);
+}
+
+void CollectiveEngine::complete_op(std::uint32_t id, std::uint32_t s) {
+  Run& run = runs_[id];
+  Stream& st = run.streams[s];
+  const std::uint32_t index = st.next;
+  const Op o = run.ops[index];
+  st.busy = false;
+  ++st.next;
+  if (steps_ != nullptr && steps_->size() < step_limit_)
+    steps_->push_back({run.comm, st.rank, st.since, sim_.now()});
+  run.op_done[index] = true;
+  for (std::uint32_t i = o.recv_begin; i < o.recv_end; ++i) {
+    Conn& k = run.conns[run.op_conns[i]];
+    ++k.consumed;  // the slot is free again: its sender may be waiting for it
+    try_advance(id, k.sender);
+  }
+  if (st.partner >= 0) try_advance(id, static_cast<std::uint32_t>(st.partner));
+  if (st.next == st.end) {
+    finish_stream(id, s);
+    return;
+  }
+  try_advance(id, s);
+}
+
+void CollectiveEngine::post_transfer(std::uint32_t id, std::uint32_t k, Bytes wire) {
+  Run& run = runs_[id];
+  const Conn& c = run.conns[k];
+  Message m = c.address;
+  m.size = wire;
+  m.start = sim_.now();
+  const std::uint64_t mid = port_.post(m);
+  messages_.emplace(mid, std::make_pair(id, k));
+}
+
+void CollectiveEngine::on_message_complete(std::uint64_t mid) {
+  const auto it = messages_.find(mid);
+  if (it == messages_.end()) return;
+  const auto [id, k] = it->second;
+  messages_.erase(it);
+  // Called from inside the fabric: act in an event of our own, at the delivery time.
+  const bool pipeline = (k & kPipelineBit) != 0;
+  sim_.schedule_at(std::max(sim_.now(), port_.message(mid).finish),
+                   pipeline ? pipeline_done_ : arrival_, pack(id, k & ~kPipelineBit));
+}
+
+void CollectiveEngine::on_arrival(std::uint64_t payload) {
+  const auto id = static_cast<std::uint32_t>(payload >> 32);
+  const auto k = static_cast<std::uint32_t>(payload);
+  Run& run = runs_[id];
+  Conn& c = run.conns[k];
+  ++c.arrived;
+  // The sending block's stores have landed. (It waits for them, so an in-server connection
+  // never has two transfers in flight.)
+  if (c.local) release(id, c.sender);
+  try_advance(id, c.receiver);
+}
+
+void CollectiveEngine::on_pipeline_done(std::uint64_t payload) {
+  const auto id = static_cast<std::uint32_t>(payload >> 32);
+  Run& run = runs_[id];
+  const Pipeline& p = run.pipelines[static_cast<std::uint32_t>(payload)];
+  for (const std::uint32_t rank : p.ranks) {
+    run.result.rank_finish[rank] = std::max(run.result.rank_finish[rank], sim_.now());
+    if (steps_ != nullptr && steps_->size() < step_limit_)
+      steps_->push_back({run.comm, rank, run.result.start, sim_.now()});
+  }
+  if (--run.streams_left == 0) finish_pipelines(id);
+}
+
+void CollectiveEngine::finish_pipelines(std::uint32_t id) {
+  Run& run = runs_[id];
+  if (run.pipelines.empty())  // one rank: nothing moved
+    for (Time& f : run.result.rank_finish) f = sim_.now();
+  finish_run(id);
+}
+
+void CollectiveEngine::finish_run(std::uint32_t id) {
+  Run& run = runs_[id];
+  run.result.done = true;
+  // The plan is no longer needed; the result stays.
+  run.conns = {};
+  run.ops = {};
+  run.op_conns = {};
+  run.streams = {};
+  run.op_done = {};
+  run.conn_index = {};
+  run.pipelines = {};
+  if (run.listener != nullptr) run.listener->on_collective_done(id);
+}
+
+void CollectiveEngine::finish_stream(std::uint32_t id, std::uint32_t s) {
+  Run& run = runs_[id];
+  const std::uint32_t rank = run.streams[s].rank;
+  run.result.rank_finish[rank] = std::max(run.result.rank_finish[rank], sim_.now());
+  if (--run.streams_left > 0) return;
+  finish_run(id);
+}
+
+}  // namespace fabricsim

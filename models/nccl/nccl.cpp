@@ -1,0 +1,344 @@
+#include "models/nccl/nccl.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <stdexcept>
+
+namespace fabricsim {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+constexpr std::array<CollOp, 7> kOps{CollOp::kAllReduce, CollOp::kAllGather, CollOp::kReduceScatter,
+                                     CollOp::kBroadcast, CollOp::kReduce,    CollOp::kAllToAll,
+                                     CollOp::kSendRecv};
+
+constexpr std::array<DataType, 12> kTypes{{{"int8", 1},
+                                           {"uint8", 1},
+                                           {"int32", 4},
+                                           {"uint32", 4},
+                                           {"int64", 8},
+                                           {"uint64", 8},
+                                           {"half", 2},
+                                           {"float", 4},
+                                           {"double", 8},
+                                           {"bfloat16", 2},
+                                           {"f8e4m3", 1},
+                                           {"f8e5m2", 1}}};
+
+}  // namespace
+
+std::string_view to_string(CollOp op) {
+  switch (op) {
+    case CollOp::kAllReduce:
+      return "AllReduce";
+    case CollOp::kAllGather:
+      return "AllGather";
+    case CollOp::kReduceScatter:
+      return "ReduceScatter";
+    case CollOp::kBroadcast:
+      return "Broadcast";
+    case CollOp::kReduce:
+      return "Reduce";
+    case CollOp::kAllToAll:
+      return "AllToAll";
+    case CollOp::kSendRecv:
+      return "SendRecv";
+  }
+  return "?";
+}
+
+std::string_view to_string(Algo a) {
+  return a == Algo::kRing ? "Ring" : "Tree";
+}
+
+std::string_view to_string(Proto p) {
+  switch (p) {
+    case Proto::kLL:
+      return "LL";
+    case Proto::kLL128:
+      return "LL128";
+    case Proto::kSimple:
+      return "Simple";
+  }
+  return "?";
+}
+
+std::string_view to_string(ServerOrder o) {
+  switch (o) {
+    case ServerOrder::kHostfile:
+      return "hostfile";
+    case ServerOrder::kLeaf:
+      return "leaf";
+    case ServerOrder::kList:
+      return "list";
+  }
+  return "?";
+}
+
+std::optional<Algo> parse_algo(std::string_view s) {
+  const std::string l = lower(s);
+  if (l == "ring") return Algo::kRing;
+  if (l == "tree") return Algo::kTree;
+  return std::nullopt;
+}
+
+std::optional<Proto> parse_proto(std::string_view s) {
+  const std::string l = lower(s);
+  if (l == "ll") return Proto::kLL;
+  if (l == "ll128") return Proto::kLL128;
+  if (l == "simple") return Proto::kSimple;
+  return std::nullopt;
+}
+
+std::string perf_binary(CollOp op) {
+  switch (op) {
+    case CollOp::kAllReduce:
+      return "all_reduce_perf";
+    case CollOp::kAllGather:
+      return "all_gather_perf";
+    case CollOp::kReduceScatter:
+      return "reduce_scatter_perf";
+    case CollOp::kBroadcast:
+      return "broadcast_perf";
+    case CollOp::kReduce:
+      return "reduce_perf";
+    case CollOp::kAllToAll:
+      return "alltoall_perf";
+    case CollOp::kSendRecv:
+      return "sendrecv_perf";
+  }
+  return "?";
+}
+
+std::optional<CollOp> parse_perf_binary(std::string_view name) {
+  for (CollOp op : kOps)
+    if (perf_binary(op) == name) return op;
+  return std::nullopt;
+}
+
+std::vector<std::string> perf_binaries() {
+  std::vector<std::string> out;
+  for (CollOp op : kOps) out.push_back(perf_binary(op));
+  return out;
+}
+
+std::optional<DataType> parse_datatype(std::string_view s) {
+  // nccl-tests also accepts NCCL's C names' short forms.
+  const std::string l = lower(s);
+  for (const DataType& t : kTypes)
+    if (t.name == l) return t;
+  if (l == "char") return kTypes[0];
+  if (l == "int") return kTypes[2];
+  if (l == "float32") return kTypes[7];
+  if (l == "float16") return kTypes[6];
+  if (l == "float64") return kTypes[8];
+  return std::nullopt;
+}
+
+bool valid_redop(std::string_view s) {
+  const std::string l = lower(s);
+  return l == "sum" || l == "prod" || l == "min" || l == "max" || l == "avg";
+}
+
+TestCounts test_counts(CollOp op, std::uint64_t requested, int type_size, int nranks) {
+  const auto ts = static_cast<std::uint64_t>(type_size);
+  const auto n = static_cast<std::uint64_t>(nranks);
+  const std::uint64_t count = requested / ts;
+  std::uint64_t send = count, recv = count, param = count;
+  switch (op) {
+    case CollOp::kAllGather:  // each rank contributes count/n
+      send = count / n;
+      recv = send * n;
+      param = send;
+      break;
+    case CollOp::kReduceScatter:  // each rank keeps count/n
+      recv = count / n;
+      send = recv * n;
+      param = recv;
+      break;
+    case CollOp::kAllToAll:  // count/n to every rank
+      param = count / n;
+      send = recv = param * n;
+      break;
+    default:
+      break;
+  }
+  TestCounts t;
+  t.size_column = std::max(send, recv) * ts;
+  t.count_column = param;
+  // *GetBw: AllGather, ReduceScatter and AllToAll divide count x n x size; the rest count x size.
+  const bool per_rank =
+      op == CollOp::kAllGather || op == CollOp::kReduceScatter || op == CollOp::kAllToAll;
+  t.bytes = (per_rank ? param * n : param) * ts;
+  return t;
+}
+
+double bus_factor(CollOp op, int nranks) {
+  const double n = nranks;
+  switch (op) {
+    case CollOp::kAllReduce:
+      return 2 * (n - 1) / n;
+    case CollOp::kAllGather:
+    case CollOp::kReduceScatter:
+    case CollOp::kAllToAll:
+      return (n - 1) / n;
+    default:
+      return 1;
+  }
+}
+
+double algbw_gbps(std::uint64_t bytes, double time_us) {
+  return time_us > 0 ? static_cast<double>(bytes) / 1e3 / time_us : 0;
+}
+
+GpuSpec gpu_preset(std::string_view name) {
+  const std::string l = lower(name);
+  // HBM: A100-SXM4-80GB 2,039 GB/s; H100-SXM5 3.35 TB/s; H200 4.8 TB/s (NVIDIA datasheets).
+  // SMs: 108 (A100), 132 (H100/H200). Copy rate of one channel's thread block: NCCL's own
+  // per-channel ceiling in its tuner (src/graph/tuning.cc, perChMaxRingLL128Bws: Ampere 20.0,
+  // Hopper 36.7 GB/s), the most one block was measured to move. Per-channel NVLink bandwidth
+  // of the graph search, for the channel count (src/graph/topo.h: SM80_NVLINK_BW 20.0,
+  // SM90_NVLINK_BW 20.6 GB/s). Until 2026-12 the Hopper copy rate was the graph-search figure
+  // (20.6), which capped a GPU with one 400G NIC and two channels at 330 Gb/s.
+  const auto gbs = [](std::int64_t mb_per_s) { return Bandwidth::from_bps(mb_per_s * 8'000'000); };
+  if (l == "a100")
+    return {"NVIDIA A100-SXM4-80GB", 80, 108, gbs(2'039'000), gbs(20'000), gbs(20'000)};
+  if (l == "h100")
+    return {"NVIDIA H100 80GB HBM3", 90, 132, gbs(3'350'000), gbs(36'700), gbs(20'600)};
+  if (l == "h200") return {"NVIDIA H200", 90, 132, gbs(4'800'000), gbs(36'700), gbs(20'600)};
+  throw std::invalid_argument(
+      fmt::format("unknown GPU '{}' (known: {})", name, fmt::join(gpu_preset_names(), ", ")));
+}
+
+std::vector<std::string> gpu_preset_names() {
+  return {"a100", "h100", "h200"};
+}
+
+GpuSpec gpu_for_sm(int sm_version) {
+  return gpu_preset(sm_version >= 90 ? "h100" : "a100");
+}
+
+double compute_slowdown(const GpuSpec& gpu, int channels, Bandwidth traffic, bool memory_bound) {
+  if (memory_bound) {
+    const double left = static_cast<double>(gpu.hbm.bps() - traffic.bps());
+    return left > 0 ? static_cast<double>(gpu.hbm.bps()) / left : HUGE_VAL;
+  }
+  const int left = gpu.sms - channels;
+  return left > 0 ? static_cast<double>(gpu.sms) / left : HUGE_VAL;
+}
+
+StepSizing step_sizing(CollOp op, Algo algo, Proto proto, const NcclConfig& cfg) {
+  constexpr int kSteps = 8;  // NCCL_STEPS
+  const bool bulk =
+      op == CollOp::kAllReduce || op == CollOp::kAllGather || op == CollOp::kReduceScatter;
+  const int chunk_steps = bulk ? kSteps / 2 : 1;
+  const int slice_steps = bulk ? kSteps / 4 : 1;
+  StepSizing s;
+  const Bytes buff = proto == Proto::kSimple ? cfg.buffsize
+                     : proto == Proto::kLL   ? cfg.ll_buffsize
+                                             : cfg.ll128_buffsize;
+  s.step = Bytes(std::max<Bytes::rep>(1, buff.count() / kSteps));
+  if (proto == Proto::kSimple && algo == Algo::kRing) {
+    s.chunk = s.step * chunk_steps;
+    s.slice = Bytes(s.chunk.count() / chunk_steps * slice_steps);
+    s.credits = kSteps / slice_steps;
+  } else {
+    s.chunk = s.step;
+    if (proto == Proto::kLL) s.chunk = Bytes(s.step.count() / 2);
+    if (proto == Proto::kLL128) s.chunk = Bytes(s.step.count() * 15 / 16);
+    s.slice = s.chunk;
+    s.credits = kSteps;
+  }
+  s.wire_factor = proto == Proto::kLL ? 2.0 : proto == Proto::kLL128 ? 128.0 / 120.0 : 1.0;
+  return s;
+}
+
+int channels_for_size(int channels, Proto proto, std::uint64_t bytes) {
+  const std::uint64_t per_channel = proto == Proto::kSimple ? 64 * 512
+                                    : proto == Proto::kLL   ? 8 * 512
+                                                            : 8 * 640;
+  int nc = std::max(1, channels);
+  while (nc > 1 && bytes < static_cast<std::uint64_t>(nc) * per_channel) --nc;
+  return nc;
+}
+
+double tuner_time_us(const TunerInput& in, Algo algo, Proto proto, const NcclConfig& cfg) {
+  const int a = algo == Algo::kRing ? 1 : 0;
+  const int p = static_cast<int>(proto);
+  // tuning.cc tables (protocols.md section 4).
+  constexpr double kBaseLat[2][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}};
+  constexpr double kHwLatNvl[2][3] = {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}};
+  constexpr double kHwLatNet[2][3] = {{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}};
+  const bool hopper = in.sm_version >= 90;
+  const int nodes_idx = in.nnodes <= 1 ? 0 : in.nnodes == 2 ? 1 : 2;
+  const double ll_max[3] = {hopper ? 141.0 : 87.7, hopper ? 45.0 : 22.5, hopper ? 35.0 : 19.0};
+  const double ring_ll128_per_ch = hopper ? 36.7 : 20.0;
+  const double tree_per_ch[3] = {hopper ? 38.7 : 24.0, hopper ? 41.4 : 23.6, hopper ? 36.0 : 17.8};
+  if (algo == Algo::kTree && in.op != CollOp::kAllReduce) return HUGE_VAL;
+  if (algo == Algo::kTree && in.nnodes <= 1) return HUGE_VAL;  // NCCL's tree spans nodes
+  if (proto == Proto::kLL128 && !cfg.ll128_enabled) return HUGE_VAL;
+  const int n = in.nranks;
+  const double graph_bw = in.nnodes <= 2 ? in.bw_intra_gbs : in.bw_inter_gbs;
+  double bus = in.channels * graph_bw;
+  const double llmax = ll_max[nodes_idx];
+  if (algo == Algo::kRing && proto == Proto::kLL) bus = std::min(llmax, bus * 0.5);
+  if (algo == Algo::kRing && proto == Proto::kLL128)
+    bus = std::min(bus * 0.92, in.channels * ring_ll128_per_ch);
+  if (algo == Algo::kTree) bus = std::min(bus * 0.92, in.channels * tree_per_ch[nodes_idx]);
+  if (algo == Algo::kTree && proto == Proto::kLL) bus = std::min(bus / 3.8, llmax);
+  if (algo == Algo::kTree && proto == Proto::kLL128)
+    bus *= in.nnodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+  int nsteps = n;
+  int inter_steps = in.nnodes - 1;
+  if (in.op == CollOp::kAllReduce) {
+    nsteps = 2 * (n - 1);
+    inter_steps = 2 * (in.nnodes - 1);
+  } else if (in.op == CollOp::kAllGather || in.op == CollOp::kReduceScatter) {
+    nsteps = n - 1;
+  }
+  const double alg = algo == Algo::kRing ? bus * n / std::max(1, nsteps) : bus * 0.5;
+  const double intra = std::max(kHwLatNvl[a][p], in.nnodes > 1 ? (p == 2 ? 3.0 : 1.0) : 0.0);
+  const double inter = kHwLatNet[a][p];
+  double lat;
+  if (algo == Algo::kRing) {
+    lat = kBaseLat[a][p] + (nsteps - inter_steps) * intra + inter_steps * inter;
+    if (proto == Proto::kSimple && in.nnodes > 1 &&
+        in.bytes / static_cast<std::uint64_t>(in.channels * n) >= 64)
+      lat *= 1.4;
+  } else {
+    const int ppn = std::max(1, n / std::max(1, in.nnodes));
+    lat = kBaseLat[a][p] + 2 * ((ppn - 1) * intra + std::log2(std::max(1, in.nnodes)) * inter);
+  }
+  if (alg <= 0) return HUGE_VAL;
+  return lat + static_cast<double>(in.bytes) / (1000.0 * alg);
+}
+
+TunerChoice tune(const TunerInput& in, const NcclConfig& cfg) {
+  TunerChoice best;
+  best.predicted_us = HUGE_VAL;
+  for (Algo a : {Algo::kTree, Algo::kRing}) {
+    if (cfg.algo && *cfg.algo != a) continue;
+    for (Proto p : {Proto::kLL, Proto::kLL128, Proto::kSimple}) {
+      if (cfg.proto && *cfg.proto != p) continue;
+      const double t = tuner_time_us(in, a, p, cfg);
+      if (t < best.predicted_us) best = {a, p, t};
+    }
+  }
+  if (best.predicted_us == HUGE_VAL) {
+    // A forced pair NCCL cannot run here (tree on one node, LL128 disabled): NCCL falls back
+    // to ring with the forced protocol, or Simple.
+    best = {Algo::kRing, cfg.proto.value_or(Proto::kSimple), 0};
+    best.predicted_us = tuner_time_us(in, best.algo, best.proto, cfg);
+  }
+  return best;
+}
+
+}  // namespace fabricsim

@@ -1,0 +1,186 @@
+#pragma once
+// An egress port: eight priority queues feeding one direction of a full-duplex link.
+//
+// Link model: a packet of w wire bytes occupies the transmitter for tx_time(w, rate) (exact,
+// sim/units.hpp) and arrives at the far end `latency` after its last bit left. Arrivals over a
+// constant-latency link are FIFO, so only the head arrival is scheduled: a port has at most
+// three pending events (transmission done, next arrival, pause expiry) however many packets
+// are queued or in flight. The transmission-done event is only scheduled when something waits
+// for the transmitter (a queued packet, or an owner that supplies packets on demand): an
+// uncongested switch hop costs one event, the arrival.
+//
+// Scheduling: PFC frames first (they are never paused), then strict priority (7 highest) or,
+// when configured, strict for some priorities and DWRR for the rest. A priority paused by the
+// far end is skipped; the packet already on the wire completes. When
+// no queue has an eligible packet the port asks its owner (a NIC) for one.
+//
+// PFC (802.1Qbb): a received pause frame for priority p with q quanta stops p for q x 512 bit
+// times at this link's rate; q = 0 resumes at once; a refresh extends the pause. Admission
+// (buffers) is the owner's business: the port queues what it is given.
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "net/packet.hpp"
+#include "sim/pool.hpp"
+#include "sim/simulation.hpp"
+
+namespace fabricsim {
+
+struct PortConfig {
+  Bandwidth rate{};
+  Time latency{};
+  std::uint8_t lossless = 0;  // bitmask of PFC-enabled priorities (named counters for these)
+  // PFC watchdog (switch ports): a lossless priority paused without a break for this long is a
+  // pause storm; the port then ignores the pause for it until the pause ends (XON or expiry),
+  // and with `watchdog_drop` also discards its queued and arriving packets. 0 = off.
+  Time watchdog{};
+  bool watchdog_drop = true;
+  // InfiniBand link-level flow control: the far end's receive buffer per virtual lane (here:
+  // per priority), in bytes. A packet is sent only if its bytes fit in the credits left; the
+  // far end returns the credits when the packet leaves its buffer, one link latency later
+  // (flow-control packets). 0 = no credit flow control (Ethernet).
+  Bytes vl_credits{};
+  // Scheduling: priorities in `strict` are served first, highest first; the others share the
+  // rest by deficit weighted round robin with these weights. All strict = plain strict priority.
+  std::uint8_t strict = 0xff;
+  std::array<int, 8> dwrr_weight{1, 1, 1, 1, 1, 1, 1, 1};
+};
+
+// DWRR credit per visit per unit of weight: one maximum-size Ethernet jumbo frame.
+inline constexpr Bytes kDwrrQuantum{9216};
+
+class EgressPort;
+
+// The node that owns a port: hands it packets when it is idle (NICs) and learns when a packet
+// leaves a queue (switch buffer release, ECN marking).
+class PortOwner {
+ public:
+  virtual Packet* pull(EgressPort&) { return nullptr; }
+  virtual void on_dequeue(EgressPort&, Packet&) {}
+
+ protected:
+  ~PortOwner() = default;
+};
+
+// Wire size of a PFC frame: 64 B minimum frame + 8 B preamble + 12 B inter-frame gap.
+inline constexpr Bytes kPauseFrameWireBytes{84};
+
+class EgressPort {
+ public:
+  static constexpr int kPriorities = 8;
+
+  EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& name, const PortConfig& cfg);
+  EgressPort(const EgressPort&) = delete;
+  EgressPort& operator=(const EgressPort&) = delete;
+
+  // Wiring: the receiving node, its local index for this link, and the port of the same cable
+  // that sends the other way (PFC frames that arrive here pause that one).
+  void connect(PacketSink* far_end, PortIndex far_port) {
+    sink_ = far_end;
+    far_port_ = far_port;
+  }
+  void set_reverse(EgressPort* reverse) { reverse_ = reverse; }
+  // `pulls`: the owner hands packets out on demand (a NIC), so the port must wake when free.
+  void set_owner(PortOwner* owner, bool pulls = false) {
+    owner_ = owner;
+    owner_pulls_ = pulls;
+  }
+  const PortConfig& config() const { return cfg_; }
+  const std::string& name() const { return name_; }
+
+  void enqueue(Packet* p);
+  // Sends a PFC frame for `priority` (quanta 0 = XON) ahead of all queued data.
+  void send_pause(std::uint8_t priority, std::uint16_t quanta);
+  // Tells an idle port that its owner may have packets now.
+  void kick();
+
+  // Whether a packet of `bytes` of `priority` could go now as far as credits are concerned.
+  bool has_credit(std::uint8_t priority, std::uint32_t bytes) const {
+    return cfg_.vl_credits == Bytes(0) || credits_[priority] >= Bytes(bytes);
+  }
+  // Credits come back from the far end (called there; they arrive one link latency later).
+  void return_credit(std::uint8_t priority, std::uint32_t bytes);
+  bool paused(std::uint8_t priority) const {
+    return paused_until_[priority] > sim_.now() && !storm_[priority];
+  }
+  Bytes queued(std::uint8_t priority) const { return queued_[priority]; }
+  Bytes peak_queued() const { return peak_queued_; }
+  std::uint64_t tx_bytes() const { return tx_bytes_.value; }
+  const std::deque<Packet*>& queue(std::uint8_t priority) const { return queues_[priority]; }
+  EgressPort* reverse() const { return reverse_; }
+  PacketSink* far_end() const { return sink_; }
+  PortIndex far_port() const { return far_port_; }
+
+ private:
+  void start_transmission(Packet* p);
+  void on_tx_done(std::uint64_t generation);
+  void schedule_tx_done(Time at);
+  void on_arrival(std::uint64_t);
+  void on_pause_expiry(std::uint64_t);
+  void on_watchdog(std::uint64_t);
+  void on_credit(std::uint64_t);
+  void end_pause(std::uint8_t priority);
+  void discard(Packet* p);
+  void apply_pause(std::uint8_t priority, std::uint16_t quanta);
+  Packet* next_packet();
+  void account(Packet* p, bool added);
+
+  struct InFlight {
+    Time arrival;
+    Packet* packet;
+  };
+
+  Simulation& sim_;
+  Pool<Packet>& pool_;
+  std::string name_;
+  PortConfig cfg_;
+  PacketSink* sink_ = nullptr;
+  PortIndex far_port_ = 0;
+  EgressPort* reverse_ = nullptr;
+  PortOwner* owner_ = nullptr;
+  bool owner_pulls_ = false;
+  HandlerId tx_done_, arrival_, pause_expiry_, watchdog_, credit_;
+  std::array<Bytes, kPriorities> credits_{};
+  std::array<Bytes, kPriorities> dwrr_deficit_{};
+  int dwrr_next_ = 0;
+  bool dwrr_credited_ = false;
+  Time busy_until_{};             // the transmitter is busy before this time
+  bool tx_done_pending_ = false;  // a live transmission-done event is scheduled
+  std::uint64_t tx_generation_ = 0;
+  std::uint32_t waiting_ = 0;  // packets in control_ and queues_
+  // Serialization time of the last packet size seen: packets mostly share a few sizes, and this
+  // spares a 128-bit division per packet without changing the exact result.
+  std::uint32_t cached_wire_bytes_ = 0;
+  Time cached_tx_time_{};
+  std::deque<Packet*> control_;
+  std::array<std::deque<Packet*>, kPriorities> queues_;
+  std::array<Bytes, kPriorities> queued_{};
+  std::array<Time, kPriorities> paused_until_{};
+  std::array<Time, kPriorities> pause_started_{};
+  std::array<EventHandle, kPriorities> pause_timer_{};
+  std::array<EventHandle, kPriorities> watchdog_timer_{};
+  std::array<bool, kPriorities> storm_{};
+  Bytes total_queued_{0};
+  Bytes peak_queued_{0};
+  std::deque<InFlight> wire_;
+  Gauge& queue_gauge_;
+  Gauge& tx_bytes_gauge_;  // cumulative, for link utilisation time series
+  // Per lossless priority: bytes queued, and 1 while the far end holds the priority paused.
+  std::array<Gauge*, kPriorities> prio_queue_gauge_{};
+  std::array<Gauge*, kPriorities> paused_gauge_{};
+  Counter& tx_packets_;
+  Counter& tx_bytes_;
+  Counter& tx_data_packets_;
+  // ethtool -S style, per lossless priority p: tx_prio<p>_pause (frames sent out this port),
+  // rx_prio<p>_pause (frames received on this link, pausing this port), and the time paused.
+  std::array<Counter*, kPriorities> tx_pause_{};
+  std::array<Counter*, kPriorities> rx_pause_{};
+  std::array<Counter*, kPriorities> rx_pause_duration_ns_{};
+  std::array<Counter*, kPriorities> watchdog_storms_{};
+  std::array<Counter*, kPriorities> watchdog_dropped_{};
+};
+
+}  // namespace fabricsim

@@ -1,0 +1,431 @@
+#include "report/results.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+#include <algorithm>
+#include <boost/graph/graphviz.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "fabricsim/version.hpp"
+#include "models/transport/dcqcn_paper.hpp"
+
+namespace fabricsim {
+namespace fs = std::filesystem;
+
+FidelityScope fidelity_scope(const Scenario& s) {
+  const auto& n = s.network;
+  const bool ib = s.cluster.fabric.technology == Technology::kInfiniband;
+  const bool tcp = n.nic.transport == Transport::kTcp;
+  const bool dcqcn = n.nic.congestion == &kDcqcnFirmware || n.nic.congestion == &kDcqcnPaper;
+  FidelityScope f;
+  f.level = s.fidelity == Fidelity::kFlow ? "flow" : "packet";
+  f.models = {"link rates and packet headers", "routes (ECMP, spraying, d-mod-k)",
+              "store-and-forward latency", "NVLink, PCIe and host-memory paths",
+              "NIC message rate"};
+  if (s.fidelity == Fidelity::kFlow) {
+    // The flow level shares link capacity max-min fairly among fluid flows on the same routes
+    // (fabric/flow_network.hpp): nothing queues, pauses, marks or is lost there, so every
+    // mechanism that acts on queues is switched off whatever the scenario sets.
+    f.models.push_back("max-min fair sharing of every link");
+    if (n.buffer.pfc) f.inactive.push_back("PFC");
+    if (n.buffer.ecn.enabled) f.inactive.push_back("ECN");
+    if (dcqcn) f.inactive.push_back("DCQCN");
+    if (tcp) f.inactive.push_back("TCP congestion control");
+    f.ignores = {"switch queues and buffers", "PFC pauses", "ECN marks and congestion control",
+                 "packet loss and retransmission", "InfiniBand credits"};
+  } else {
+    f.models.push_back("switch queues and shared buffers");
+    if (ib) f.models.push_back("InfiniBand credit flow control");
+    if (n.buffer.pfc) f.models.push_back("PFC");
+    if (n.buffer.ecn.enabled) f.models.push_back("ECN marking");
+    if (n.nic.congestion == &kDcqcnFirmware) f.models.push_back("DCQCN");
+    if (n.nic.congestion == &kDcqcnPaper) f.models.push_back("DCQCN (the paper's rules)");
+    f.models.push_back(tcp ? "TCP (NewReno/DCTCP) with retransmission"
+                           : "go-back-N retransmission");
+  }
+  return f;
+}
+
+std::string seeds_report(const SeedsResult& seeds) {
+  std::size_t width = 6;
+  for (const auto& m : seeds.metrics) width = std::max(width, m.name.size());
+  std::string out = fmt::format(
+      "\n  over {} seeds ({}..{}):\n  {:<{}}  {:>14} {:>14} {:>14} {:>8}\n", seeds.seeds.size(),
+      seeds.seeds.front(), seeds.seeds.back(), "metric", width, "mean", "min", "max", "spread");
+  for (const auto& m : seeds.metrics)
+    out += fmt::format("  {:<{}}  {:>14.3f} {:>14.3f} {:>14.3f} {:>7.1f}%\n", m.name, width, m.mean,
+                       m.min, m.max, 100 * m.spread());
+  for (const auto& w : seeds.warnings) out += fmt::format("  warning: {}\n", w);
+  return out;
+}
+
+std::string results_json(const Scenario& scenario, const RunResult& result,
+                         const SeedsResult* seeds) {
+  toml::table metrics;
+  for (const auto& m : result.metrics) metrics.insert_or_assign(m.name, m.value);
+  toml::table counters;
+  for (const auto& [name, value] : result.counters)
+    counters.insert_or_assign(name, static_cast<std::int64_t>(value));
+  toml::array series;
+  for (const auto& n : result.series_names) series.push_back(n);
+  toml::array errors;
+  for (const auto& e : result.errors) errors.push_back(e);
+  toml::array bottlenecks;
+  for (const auto& l : result.bottlenecks)
+    bottlenecks.push_back(toml::table{{"layer", l.layer},
+                                      {"port", l.port},
+                                      {"utilization", l.utilization},
+                                      {"paused_us", l.paused_us}});
+
+  const FidelityScope scope = fidelity_scope(scenario);
+  const auto list = [](const std::vector<std::string>& v) {
+    toml::array a;
+    for (const auto& x : v) a.push_back(x);
+    return a;
+  };
+  toml::table root{
+      {"fabricsim_version", kVersion},
+      {"scenario", scenario.resolved},
+      {"fidelity", toml::table{{"level", scope.level},
+                               {"models", list(scope.models)},
+                               {"set_but_inactive", list(scope.inactive)},
+                               {"ignores", list(scope.ignores)}}},
+      {"seed", static_cast<std::int64_t>(scenario.seed)},
+      {"status", result.status},
+      {"sim_time_ps", result.sim_time.ps()},
+      {"events", static_cast<std::int64_t>(result.events)},
+      {"errors", errors},
+      {"bottlenecks", std::move(bottlenecks)},
+      {"metrics", std::move(metrics)},
+      {"counters", std::move(counters)},
+      {"timeseries", toml::table{{"file", result.series_names.empty() ? "" : "timeseries.csv"},
+                                 {"series", std::move(series)}}},
+  };
+  if (seeds != nullptr) {
+    toml::array list, warnings;
+    for (const auto seed : seeds->seeds) list.push_back(static_cast<std::int64_t>(seed));
+    for (const auto& w : seeds->warnings) warnings.push_back(w);
+    toml::table per_metric;
+    for (const auto& m : seeds->metrics)
+      per_metric.insert_or_assign(
+          m.name,
+          toml::table{{"mean", m.mean}, {"min", m.min}, {"max", m.max}, {"spread", m.spread()}});
+    root.insert_or_assign("seeds", toml::table{{"seeds", std::move(list)},
+                                               {"metrics", std::move(per_metric)},
+                                               {"warnings", std::move(warnings)}});
+  }
+  std::ostringstream out;
+  out << toml::json_formatter(root) << '\n';
+  return out.str();
+}
+
+std::string timeseries_csv(const RunResult& result) {
+  std::string out = "time_ps";
+  for (const auto& n : result.series_names) out += "," + n;
+  out += '\n';
+  for (std::size_t row = 0; row < result.series_times.size(); ++row) {
+    out += fmt::format("{}", result.series_times[row].ps());
+    for (const auto& column : result.series_values) out += fmt::format(",{}", column[row]);
+    out += '\n';
+  }
+  return out;
+}
+
+std::string text_report(const Scenario& scenario, const RunResult& result) {
+  std::string out = fmt::format("fabricsim {} - scenario '{}' (seed {})\n", kVersion, scenario.name,
+                                scenario.seed);
+  if (!scenario.description.empty()) out += fmt::format("  {}\n", scenario.description);
+  const auto& c = scenario.cluster;
+  const std::string endpoints = c.servers > 0 ? fmt::format("{} x {} ({} NICs each)", c.servers,
+                                                            c.server.model, c.server.nics.size())
+                                              : fmt::format("{} hosts", c.hosts);
+  const auto& n = scenario.network;
+  out += fmt::format("  fabric: {} {}, {} at {}, switch buffer {}, MTU {} + {} overhead\n",
+                     scenario.resolved["fabric"]["kind"].value_or(std::string("star")),
+                     to_string(c.fabric.technology), endpoints, to_string(c.fabric.link_rate),
+                     to_string(n.buffer.buffer), to_string(n.nic.format.mtu),
+                     to_string(n.nic.format.header));
+  const FidelityScope scope = fidelity_scope(scenario);
+  if (scenario.fidelity == Fidelity::kFlow) {
+    out += fmt::format("  fidelity: flow level - models {}; does not model {}\n",
+                       fmt::join(scope.models, ", "), fmt::join(scope.ignores, ", "));
+    if (!scope.inactive.empty())
+      out += fmt::format("  set in the scenario but inactive at flow level: {}\n",
+                         fmt::join(scope.inactive, ", "));
+  } else {
+    const auto* cc = n.nic.congestion;
+    out += fmt::format("  PFC {}, ECN {}, DCQCN {}, IB timeout {} / retry count {}\n",
+                       n.buffer.pfc ? "on" : "off", n.buffer.ecn.enabled ? "on" : "off",
+                       cc == &kDcqcnFirmware ? "on"
+                       : cc == &kDcqcnPaper  ? "on (paper variant)"
+                                             : "off",
+                       n.nic.ib_timeout, n.nic.ib_retry_cnt);
+  }
+  out += fmt::format("  status: {} at simulated time {} after {} events\n", result.status,
+                     to_string(result.sim_time), result.events);
+  for (const auto& e : result.errors) out += fmt::format("  error: {}\n", e);
+  out += "\n";
+  std::size_t width = 0;
+  for (const auto& m : result.metrics) width = std::max(width, m.name.size());
+  const auto number = [](double v) {
+    const bool whole = v == std::floor(v) && std::fabs(v) < 1e15;
+    return whole ? fmt::format("{:>14.0f}", v) : fmt::format("{:>14.3f}", v);
+  };
+  if (!scenario.expected.empty())
+    out += fmt::format("  {:<{}}  {:>14} {:<9} {:>14}  {}\n", "", width, "model", "", "case",
+                       "model / case");
+  for (const auto& m : result.metrics) {
+    out += fmt::format("  {:<{}}  {} {:<9}", m.name, width, number(m.value), m.unit);
+    for (const auto& [key, value] : scenario.expected)
+      if (key == m.name)
+        out += fmt::format(" {}  {}", number(value),
+                           value != 0 ? fmt::format("{:.2f}", m.value / value) : std::string("-"));
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += '\n';
+  }
+  for (const auto& note : scenario.notes) out += fmt::format("  note: {}\n", note);
+  if (!result.bottlenecks.empty()) {
+    out += fmt::format("\n  bottlenecks (busiest links per layer over the run; bounded by: {}):\n",
+                       result.bottlenecks.front().layer);
+    for (const auto& l : result.bottlenecks)
+      out += fmt::format("    {:<14} {:<40} {:>6.1f} %  paused {:.1f} us\n", l.layer, l.port,
+                         l.utilization * 100, l.paused_us);
+  }
+  return out;
+}
+
+std::vector<std::string> metric_names(const std::vector<RunResult>& results) {
+  std::vector<std::string> names;
+  for (const auto& r : results)
+    for (const auto& m : r.metrics)
+      if (std::find(names.begin(), names.end(), m.name) == names.end()) names.push_back(m.name);
+  return names;
+}
+
+std::string compare_report(const std::vector<Scenario>& scenarios,
+                           const std::vector<RunResult>& results) {
+  const std::vector<std::string> metrics = metric_names(results);
+  std::size_t width = 6;
+  for (const auto& m : metrics) width = std::max(width, m.size());
+  std::vector<std::vector<std::string>> cells(metrics.size() + 1);
+  std::vector<std::size_t> widths;
+  for (std::size_t c = 0; c < scenarios.size(); ++c) {
+    std::string name = scenarios[c].name;
+    std::size_t w = name.size();
+    cells[0].push_back(name);
+    for (std::size_t row = 0; row < metrics.size(); ++row) {
+      std::string cell = "-";
+      for (const auto& m : results[c].metrics)
+        if (m.name == metrics[row]) {
+          const bool whole = m.value == std::floor(m.value) && std::fabs(m.value) < 1e15;
+          cell = whole ? fmt::format("{:.0f}", m.value) : fmt::format("{:.3f}", m.value);
+        }
+      for (const auto& [key, value] : scenarios[c].expected)
+        if (key == metrics[row]) cell += fmt::format(" ({:g})", value);
+      w = std::max(w, cell.size());
+      cells[row + 1].push_back(cell);
+    }
+    widths.push_back(w);
+  }
+  std::string out = fmt::format("{:<{}}", "metric", width);
+  for (std::size_t c = 0; c < scenarios.size(); ++c)
+    out += fmt::format("  {:>{}}", cells[0][c], widths[c]);
+  out += '\n';
+  for (std::size_t row = 0; row < metrics.size(); ++row) {
+    out += fmt::format("{:<{}}", metrics[row], width);
+    for (std::size_t c = 0; c < scenarios.size(); ++c)
+      out += fmt::format("  {:>{}}", cells[row + 1][c], widths[c]);
+    out += '\n';
+  }
+  bool any_expected = false;
+  for (const auto& s : scenarios) any_expected |= !s.expected.empty();
+  if (any_expected) out += "(in brackets: what the replayed case reported)\n";
+  std::vector<std::string> shown;
+  for (const auto& s : scenarios)
+    for (const auto& note : s.notes)
+      if (std::find(shown.begin(), shown.end(), note) == shown.end()) {
+        shown.push_back(note);
+        out += fmt::format("note ({}): {}\n", s.name, note);
+      }
+  for (std::size_t c = 0; c < scenarios.size(); ++c)
+    for (const auto& e : results[c].errors)
+      out += fmt::format("error ({}): {}\n", scenarios[c].name, e);
+  return out;
+}
+
+void write_file_atomically(const fs::path& file, const std::string& content) {
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
+  const fs::path tmp = file.string() + fmt::format(".tmp.{}", ::getpid());
+  {
+    errno = 0;
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+    out.flush();
+    // errno of the failing open or write says why: "No space left on device", ...
+    if (!out) {
+      const int why = errno;
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw std::runtime_error(fmt::format("cannot write {}: {}", file.string(),
+                                           why != 0 ? std::strerror(why) : "write failed"));
+    }
+  }
+  fs::rename(tmp, file);
+}
+
+void write_results(const fs::path& dir, const Scenario& scenario, const RunResult& result,
+                   const SeedsResult* seeds) {
+  fs::create_directories(dir);
+  write_file_atomically(dir / "results.json", results_json(scenario, result, seeds));
+  if (!result.series_names.empty())
+    write_file_atomically(dir / "timeseries.csv", timeseries_csv(result));
+}
+
+}  // namespace fabricsim
+
+namespace fabricsim {
+
+std::string topology_report(const Scenario& scenario, const TopologySummary& t) {
+  std::string out = fmt::format("fabricsim {} - topology of '{}'\n", kVersion, scenario.name);
+  const auto& c = scenario.cluster;
+  if (c.servers > 0)
+    out +=
+        fmt::format("  servers: {} x {} ({} GPUs, {} NICs of {} each)\n", c.servers, c.server.model,
+                    c.server.gpus.size(), c.server.nics.size(), to_string(c.server.nic_rate));
+  out += fmt::format("  GPUs {}, NICs {}, NVSwitches {}, PCIe switches {}, CPU sockets {}\n",
+                     t.gpus, t.nics, t.nvswitches, t.pcie_switches, t.cpus);
+  const int ports = c.fabric.switch_ports > 0 ? c.fabric.switch_ports : c.fabric.k;
+  out += fmt::format(
+      "  network switches: {} ({}, {} ports, {})\n", t.switches, to_string(c.fabric.technology),
+      ports > 0 ? fmt::format("{}", ports) : "unlimited", to_string(c.fabric.link_rate));
+  for (const auto& tier : t.tiers)
+    out += fmt::format(
+        "    tier {} {:<8} {:>6} switches  down {:>9.0f} Gb/s  up {:>9.0f} Gb/s  {}\n", tier.tier,
+        tier.name, tier.switches, tier.down_gbps, tier.up_gbps,
+        tier.up_gbps > 0 ? fmt::format("oversubscription {:.3g}:1", tier.oversubscription())
+                         : std::string());
+  out += fmt::format(
+      "  links {} in all; cables: {} host, {} switch-to-switch ({} copper, {} optical, "
+      "{} transceivers)\n",
+      t.links, t.host_cables, t.fabric_cables, t.copper_cables, t.optical_cables, t.transceivers);
+  out += fmt::format(
+      "  bisection bandwidth {:.0f} Gb/s one way ({:.1f}% of the {:.0f} Gb/s full "
+      "bisection)\n",
+      t.bisection_gbps,
+      t.full_bisection_gbps > 0 ? 100 * t.bisection_gbps / t.full_bisection_gbps : 0,
+      t.full_bisection_gbps);
+  for (const auto& cut : t.tier_cuts)
+    out += fmt::format(
+        "    across the {} tier ({} {} groups in two halves): {:.0f} Gb/s of {:.0f} ({:.1f}%)\n",
+        cut.tier, cut.groups, cut.tier, cut.gbps, cut.full_gbps, 100 * cut.fraction());
+  out += fmt::format("  endpoint-to-endpoint path: diameter {} links, mean {:.2f} links\n",
+                     t.diameter_links, t.mean_links);
+  for (const auto& w : t.warnings) out += fmt::format("  warning: {}\n", w);
+  if (!t.cost.empty()) {
+    out += "  cost:\n";
+    for (const auto& [item, value] : t.cost)
+      if (item != "total") out += fmt::format("    {:<16} {:>16.2f}\n", item, value);
+    out += fmt::format("    {:<16} {:>16.2f}\n", "total", t.cost.at("total"));
+  }
+  return out;
+}
+
+std::string topology_json(const Scenario& scenario, const TopologySummary& t) {
+  toml::array tiers;
+  for (const auto& tier : t.tiers)
+    tiers.push_back(toml::table{{"tier", tier.tier},
+                                {"name", tier.name},
+                                {"switches", tier.switches},
+                                {"down_gbps", tier.down_gbps},
+                                {"up_gbps", tier.up_gbps},
+                                {"oversubscription", tier.oversubscription()}});
+  toml::array cuts;
+  for (const auto& cut : t.tier_cuts)
+    cuts.push_back(toml::table{{"tier", cut.tier},
+                               {"groups", cut.groups},
+                               {"gbps", cut.gbps},
+                               {"full_gbps", cut.full_gbps},
+                               {"fraction", cut.fraction()}});
+  toml::array warnings;
+  for (const auto& w : t.warnings) warnings.push_back(w);
+  toml::table cost;
+  for (const auto& [item, value] : t.cost) cost.insert_or_assign(item, value);
+  toml::table root{
+      {"fabricsim_version", kVersion},
+      {"scenario", scenario.name},
+      {"servers", t.servers},
+      {"gpus", t.gpus},
+      {"nics", t.nics},
+      {"nvswitches", t.nvswitches},
+      {"pcie_switches", t.pcie_switches},
+      {"cpus", t.cpus},
+      {"switches", t.switches},
+      {"tiers", std::move(tiers)},
+      {"links", t.links},
+      {"host_cables", t.host_cables},
+      {"fabric_cables", t.fabric_cables},
+      {"copper_cables", t.copper_cables},
+      {"optical_cables", t.optical_cables},
+      {"transceivers", t.transceivers},
+      {"bisection_gbps", t.bisection_gbps},
+      {"full_bisection_gbps", t.full_bisection_gbps},
+      {"tier_cuts", std::move(cuts)},
+      {"diameter_links", t.diameter_links},
+      {"mean_links", t.mean_links},
+      {"warnings", std::move(warnings)},
+      {"cost", std::move(cost)},
+  };
+  std::ostringstream out;
+  out << toml::json_formatter(root) << '\n';
+  return out.str();
+}
+
+std::string topology_dot(const Topology& topology) {
+  const auto& g = topology.graph();
+  std::ostringstream out;
+  boost::write_graphviz(
+      out, g,
+      [&](std::ostream& o, Vertex v) {
+        o << fmt::format("[label=\"{}\",kind=\"{}\"]", g[v].name, to_string(g[v].kind));
+      },
+      [&](std::ostream& o, Edge e) {
+        o << fmt::format("[label=\"{}\",kind=\"{}\"]", to_string(g[e].rate), to_string(g[e].kind));
+      });
+  return out.str();
+}
+
+int write_sweep_summary(const std::filesystem::path& out_dir,
+                        const std::vector<Scenario>& scenarios, const SweepOutcome& outcome,
+                        std::ostream& out, std::ostream& err) {
+  const auto& results = outcome.results;
+  const auto& failures = outcome.failures;
+  int code = 0;
+  for (std::size_t i = 0; i < scenarios.size(); ++i)
+    if (!failures[i].empty()) {
+      err << fmt::format("fabricsim: point {} ({}) failed: {}\n", i, scenarios[i].name,
+                         failures[i]);
+      code = 1;
+    }
+  std::string summary = compare_report(scenarios, results);
+  for (std::size_t i = 0; i < scenarios.size(); ++i)
+    summary += fmt::format("point-{:03}: {}{}\n", i, scenarios[i].name,
+                           failures[i].empty() ? "" : " (FAILED: " + failures[i] + ")");
+  std::filesystem::create_directories(out_dir);
+  // A summary with failed points must not pass for a complete one (nor leave an older
+  // complete summary.txt beside it).
+  std::error_code ec;
+  if (code != 0) {
+    std::filesystem::remove(out_dir / "summary.txt", ec);
+    summary = "INCOMPLETE: some points failed; their columns are empty\n" + summary;
+  }
+  write_file_atomically(out_dir / (code == 0 ? "summary.txt" : "summary-incomplete.txt"), summary);
+  out << summary;
+  return code;
+}
+
+}  // namespace fabricsim

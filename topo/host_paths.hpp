@@ -1,0 +1,48 @@
+#pragma once
+// Paths inside a server, as NCCL classifies them: the PCIe distance of a GPU-NIC pair, the
+// socket a NIC hangs off, NVLink reachability, and which GPU's memory a NIC reads (GPUDirect,
+// PXN). Graph queries only; fabric/host_fabric.hpp runs traffic over them.
+
+#include "topo/topology.hpp"
+
+namespace fabricsim {
+
+// GPU-NIC distance classes, as NCCL_NET_GDR_LEVEL names them.
+enum class PcieDistance { kPxb = 1, kPhb = 2, kSys = 3 };
+
+// NCCL's distance class of a GPU-NIC pair: the CPUs their PCIe path crosses (0: PXB, 1: PHB,
+// more: SYS).
+PcieDistance pcie_distance(const TopologyGraph& g, Vertex gpu, Vertex nic);
+// The CPU (socket) a NIC hangs off: where a transfer without GPUDirect is staged.
+Vertex nic_socket_cpu(const TopologyGraph& g, Vertex nic);
+// Whether two GPUs of a server share NVLink: a direct link or one NVSwitch they both reach.
+bool nvlink_connected(const TopologyGraph& g, Vertex a, Vertex b);
+
+struct HostFabricParams {
+  bool gpudirect = true;
+  // GPUDirect is used for a GPU-NIC pair only if their PCIe path is no longer than this:
+  // kPxb under one PCIe switch, kPhb through their CPU, kSys across sockets (NCCL's rule).
+  PcieDistance gdr_level = PcieDistance::kPxb;
+  Bytes pcie_max_payload{256};
+  Bytes pcie_tlp_overhead{24};
+  // NVLink moves data in packets of up to 256 B with a 16 B header (an estimate, configurable).
+  Bytes nvlink_max_payload{256};
+  Bytes nvlink_overhead{16};
+  Bandwidth host_memory_rate = Bandwidth::from_bps(1'600'000'000'000);  // 200 GB/s per socket
+  Time host_memory_latency = Time::from_ps(100'000);                    // 100 ns
+  // NCCL's PXN (NCCL_PXN_DISABLE=0, its default; paths.cc marks GPU-NIC paths PATH_PXN): a
+  // GPU whose PCIe path to a NIC crosses a CPU, when a GPU it shares NVLink with sits within
+  // one PCIe switch of that NIC (and may use GPUDirect with it), moves its data over NVLink
+  // into that GPU's memory and the NIC reads it from there; no byte crosses the CPU.
+  bool pxn = true;
+  // GPUDirect for this GPU-NIC pair (on, and within gdr_level).
+  bool gpudirect_between(const TopologyGraph& g, Vertex gpu, Vertex nic) const {
+    return gpudirect && pcie_distance(g, gpu, nic) <= gdr_level;
+  }
+  // The GPU whose memory `nic` reads `gpu`'s data from (or writes it to): `gpu` itself, or
+  // with PXN the nearest GPU of the server (fewest PCIe hops, then the lowest index) that is
+  // under the NIC's PCIe switch, NVLink-connected to `gpu` and GPUDirect-capable with the NIC.
+  Vertex nic_gpu(const TopologyGraph& g, Vertex gpu, Vertex nic) const;
+};
+
+}  // namespace fabricsim
