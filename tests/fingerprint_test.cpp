@@ -8,14 +8,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "cli_run.hpp"
 #include "experiments/nccl_tests.hpp"
 #include "experiments/run.hpp"
 #include "experiments/training.hpp"
 #include "scenario/scenario.hpp"
+#include "temp_dir.hpp"
 
 using namespace fabricsim;
 
@@ -73,4 +76,54 @@ TEST(Fingerprint, EveryKindOfRunKeepsItsEventStream) {
   // Deterministic in one process too, and sensitive: another seed moves the start jitter.
   EXPECT_EQ(traffic(load("tests/data/golden.toml")), now.at("traffic-packet"));
   EXPECT_NE(traffic(load("tests/data/golden.toml", {"seed=2"})), now.at("traffic-packet"));
+}
+
+namespace {
+
+// What a user reads from each kind of run, through the command line: results.json of packet
+// (tests/data/golden_results.json, Cli.RunWritesResults...) and flow traffic and of a training
+// step, and nccl-tests' output at both levels. Fingerprints pin the event order; these pin
+// every printed number and name.
+struct GoldenRun {
+  std::string file;  // under tests/data/golden/
+  std::vector<std::string> args;
+  bool results_json;  // the output is results.json in --out (else stdout)
+};
+
+std::vector<GoldenRun> golden_runs() {
+  const std::string nccl = "--scenario";
+  return {
+      {"traffic-flow.json",
+       {"run", kSource + "/tests/data/golden.toml", "--set", "fidelity=\"flow\""},
+       true},
+      {"training-flow.json", {"run", kSource + "/tests/data/workload.toml"}, true},
+      {"nccl-packet.txt",
+       {"nccl-tests", "all_reduce_perf", "-b", "1M", "-e", "4M", "-f", "4", nccl,
+        kSource + "/tests/data/nccl_star.toml"},
+       false},
+      {"nccl-flow-dgx.txt",
+       {"nccl-tests", "all_reduce_perf", "-b", "1M", "-e", "4M", "-f", "4", nccl,
+        kSource + "/tests/data/workload.toml"},
+       false},
+  };
+}
+
+}  // namespace
+
+TEST(Golden, EveryKindOfRunKeepsItsResults) {
+  using fabricsim::tests::cli;
+  using fabricsim::tests::read;
+  for (const GoldenRun& g : golden_runs()) {
+    const std::filesystem::path out = fabricsim::tests::temp_dir("golden");
+    std::vector<std::string> args = g.args;
+    if (g.results_json) args.insert(args.end(), {"--out", out.string(), "--quiet"});
+    const auto r = cli(args);
+    ASSERT_EQ(r.code, 0) << g.file << ": " << r.err;
+    const std::string text = g.results_json ? read(out / "results.json") : r.out;
+    const std::string file = kSource + "/tests/data/golden/" + g.file;
+    if (std::getenv("FABRICSIM_UPDATE_GOLDEN") != nullptr)
+      std::ofstream(file, std::ios::binary) << text;
+    EXPECT_EQ(text, read(file)) << "output differs from " << file;
+    std::filesystem::remove_all(out);
+  }
 }
