@@ -122,7 +122,7 @@ Diagnosis diagnose(const MeasurementSet& set, const Scenario* s) {
   // link's busy time (utilisation x the run) and the time it was paused. The busiest layer is
   // the model's bottleneck; compare it with the measured cluster's verdict.
   for (const auto& [file, r] : set.simulations) {
-    const double span_ms = static_cast<double>(r.sim_time_ps) * 1e-9;
+    const double span_ms = static_cast<double>(r.span_ps) * 1e-9;
     std::map<std::string, const validation::SimulationResults::Load*> busiest;
     for (const auto& l : r.bottlenecks) {
       auto& b = busiest[l.layer];

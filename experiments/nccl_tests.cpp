@@ -107,9 +107,8 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     // Then, as nccl-tests does, `-w` warm-up iterations (simulated, not timed), and the timed
     // iterations out of place and in place.
     Simulation sim(scenario.seed);
-    FabricBackend fabric(sim, scenario, cluster);
-    PacketNetwork* packet = fabric.packet.get();
-    CollectiveEngine engine(sim, fabric.port(), scenario.gpu, scenario.nccl, scenario.execution);
+    const std::unique_ptr<Fabric> fabric = make_fabric(sim, scenario, cluster);
+    CollectiveEngine engine(sim, *fabric, scenario.gpu, scenario.nccl, scenario.execution);
     const std::uint32_t comm = engine.add_communicator(layout);
     const CollectiveRequest req{.op = args.op, .bytes = counts.bytes, .root = args.root};
     for (int it = 0; it < args.warmup && result.errors.empty(); ++it) {
@@ -122,7 +121,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
                         to_string(args.op), counts.bytes, to_string(sim.now())));
     }
     const Time row_start = sim.now();
-    const auto baseline = fabric.bytes_now();
+    const auto baseline = link_bytes_now(*fabric);
     for (int placement = 0; placement < 2 && result.errors.empty(); ++placement) {
       double total = 0;
       for (int it = 0; it < args.sim_iters; ++it) {
@@ -130,9 +129,8 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
         sim.run();
         const CollectiveResult& c = engine.result(id);
         if (!c.done) {
-          if (packet)
-            for (const auto& e : packet->errors())
-              result.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
+          for (const auto& e : fabric->errors())
+            result.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
           result.errors.push_back(fmt::format("{} of {} B did not complete (simulated time {})",
                                               to_string(args.op), counts.bytes,
                                               to_string(sim.now())));
@@ -158,7 +156,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     }
     fold_fingerprint(result.fingerprint, sim.fingerprint());
     if (!result.errors.empty()) break;
-    const auto loads = fabric.bottlenecks(cluster, sim.now() - row_start, {}, 1, &baseline);
+    const auto loads = bottleneck_summary(*fabric, sim.now() - row_start, {}, 1, &baseline);
     if (!loads.empty()) row.bounded_by = loads.front().layer;
     result.rows.push_back(row);
     if (args.step_factor <= 1 && args.step_bytes == 0) break;

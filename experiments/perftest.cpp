@@ -17,18 +17,18 @@ std::vector<Time> rdma_writes(const Scenario& s, const BuiltCluster& cluster, st
   if (s.cluster.servers == 1 || endpoints < 2 || dst == 0 || dst >= endpoints)
     throw std::invalid_argument("RDMA tests need two NICs on different servers in the scenario");
   Simulation sim(s.seed);
-  FabricBackend fabric(sim, s, cluster);
+  const std::unique_ptr<Fabric> fabric = make_fabric(sim, s, cluster);
   Message m;
   m.src = 0;
   m.dst = static_cast<std::uint32_t>(dst);
   m.size = Bytes(static_cast<Bytes::rep>(bytes));
-  m.connection = fabric.port().open_connection();
+  m.connection = fabric->open_connection();
   std::vector<std::uint64_t> ids;
-  for (int i = 0; i < count; ++i) ids.push_back(fabric.port().post(m));
+  for (int i = 0; i < count; ++i) ids.push_back(fabric->post(m));
   sim.run();
   std::vector<Time> finish;
   for (const std::uint64_t id : ids) {
-    const Message& done = fabric.port().message(id);  // slots are not reused here
+    const Message& done = fabric->message(id);  // slots are not reused here
     if (!done.complete())
       throw std::runtime_error(
           fmt::format("the simulated {} B RDMA write did not complete", bytes));

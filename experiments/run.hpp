@@ -10,24 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "fabric/fabric.hpp"
 #include "scenario/scenario.hpp"
 #include "sim/simulation.hpp"
 
 namespace fabricsim {
-
-struct Metric {
-  std::string name;
-  double value;
-  std::string unit;  // for the text report; results.json carries the unit in the name
-};
-
-// One busy link of the bottleneck summary.
-struct LinkLoad {
-  std::string layer;  // NVLink, PCIe, host memory, NIC, leaf downlink, leaf uplink, spine
-  std::string port;
-  double utilization = 0;  // transmitted bits / (run time x rate)
-  double paused_us = 0;    // time its transmitter was paused by PFC
-};
 
 struct RunResult {
   std::string status;  // "completed" (all traffic done), "time-limit", "deadlock", "no-progress"
@@ -40,6 +27,10 @@ struct RunResult {
   std::vector<Metric> metrics;
   std::vector<std::pair<std::string, std::uint64_t>> counters;
   std::vector<LinkLoad> bottlenecks;  // the busiest links of each layer, busiest layer first
+  // What their utilisation is over: a traffic run's makespan (first start to last completion;
+  // the simulated time runs on past it until the transport's last timer), a training run's
+  // simulated time.
+  Time bottleneck_span;
   // Sampled gauges (aligned with times).
   std::vector<std::string> series_names;
   std::vector<Time> series_times;
@@ -74,41 +65,10 @@ inline void fold_fingerprint(std::uint64_t& into, std::uint64_t fingerprint) {
   into = (into ^ fingerprint) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
 }
 
-// PFC pause frames sent, over all ports, from a run's counters.
-std::uint64_t pfc_pause_frames(const std::vector<std::pair<std::string, std::uint64_t>>& counters);
-
-// The most utilised links per layer over `span` (packet level), with their pause time.
-std::vector<LinkLoad> bottleneck_summary(
-    PacketNetwork& net, const Topology& topo, const Routing& routing, Time span,
-    const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer = 2,
-    const std::map<std::string, std::uint64_t>* since = nullptr);
-// Bytes each port has transmitted so far (a baseline for bottleneck_summary over an interval).
-std::map<std::string, std::uint64_t> port_bytes_now(PacketNetwork& net);
-// The same at flow level: payload utilisation of every link direction (NVLink bundles, PCIe,
-// host memory, NICs, switch ports) over `span`; no pauses at this level. Bytes count when a
-// flow ends, so spans should end when traffic has drained.
-std::vector<LinkLoad> bottleneck_summary(
-    const FlowNetwork& net, Time span, std::size_t per_layer = 2,
-    const std::map<std::string, std::uint64_t>* since = nullptr);
-std::map<std::string, std::uint64_t> link_bytes_now(const FlowNetwork& net);
-// The `per_layer` busiest links of each layer, layers ordered by their busiest link.
-std::vector<LinkLoad> busiest_per_layer(std::vector<LinkLoad> all, std::size_t per_layer);
-
-// The fabric backend a scenario's fidelity asks for (packet or flow level).
-struct FabricBackend {
-  FabricBackend(Simulation& sim, const Scenario& scenario, const BuiltCluster& cluster);
-  std::unique_ptr<PacketNetwork> packet;  // set at packet level
-  std::unique_ptr<FlowNetwork> flow;      // set at flow level (message slots recycled)
-  TransferPort& port() { return packet ? static_cast<TransferPort&>(*packet) : *flow; }
-  // The busiest links per layer over `span`, at whichever level runs (pause times and the
-  // `counters` they come from at packet level only), counting from `since` when given.
-  std::vector<LinkLoad> bottlenecks(
-      const BuiltCluster& cluster, Time span,
-      const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer = 2,
-      const std::map<std::string, std::uint64_t>* since = nullptr);
-  // Bytes each link (port) has carried so far: a `since` baseline for bottlenecks.
-  std::map<std::string, std::uint64_t> bytes_now();
-};
+// The fabric the scenario's fidelity asks for (packet or flow level; at flow level message
+// slots are recycled once reported, as the collective engine allows).
+std::unique_ptr<Fabric> make_fabric(Simulation& sim, const Scenario& scenario,
+                                    const BuiltCluster& cluster);
 
 // A metric over several seeds (ECMP hashing, start jitter and ECN marking draw on the seed).
 struct SeedSpread {

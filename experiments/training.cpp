@@ -26,9 +26,8 @@ struct TrainingRun {
 TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const WorkloadSpec& spec,
                      Simulation::ProgressFn progress, bool trace) {
   Simulation sim(s.seed);
-  FabricBackend fabric(sim, s, cluster);
-  PacketNetwork* packet = fabric.packet.get();
-  CollectiveEngine engine(sim, fabric.port(), s.gpu, s.nccl, s.execution);
+  const std::unique_ptr<Fabric> fabric = make_fabric(sim, s, cluster);
+  CollectiveEngine engine(sim, *fabric, s.gpu, s.nccl, s.execution);
   const int servers = std::max(1, s.cluster.servers);
   const int gpus = static_cast<int>(s.cluster.server.gpus.size());
   CommunicatorOptions base;
@@ -94,10 +93,9 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   r.channels = engine.channels(dp_first);
   for (const auto& c : sim.probes().counters())
     r.counters.emplace_back(std::string(c.name), c.value);
-  if (packet)
-    for (const auto& e : packet->errors())
-      r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
-  r.bottlenecks = fabric.bottlenecks(cluster, sim.now(), r.counters);
+  for (const auto& e : fabric->errors())
+    r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
+  r.bottlenecks = bottleneck_summary(*fabric, sim.now(), r.counters);
   return r;
 }
 
@@ -132,6 +130,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
     r.errors.push_back(fmt::format("the training step did not finish by simulation.stop_time ({})",
                                    to_string(scenario.simulation.stop_time)));
   r.sim_time = full.sim_time;
+  r.bottleneck_span = full.sim_time;
   r.events = full.events;
   fold_fingerprint(r.fingerprint, full.fingerprint);
   fold_fingerprint(r.fingerprint, alone.fingerprint);
@@ -139,18 +138,13 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
   r.bottlenecks = full.bottlenecks;
   const double n = scenario.cluster.servers;
   const double dp_s = w.dp_active.seconds() / std::max(1, scenario.workload.pipeline_stages);
-  // Bytes each NIC received: its counters at packet level; at flow level what the ring
-  // AllReduces must move, 2(n-1)/n of the gradients of the GPUs that share the NIC.
+  // Bytes each NIC received from the network per step, from the NICs' counters (both levels
+  // count what crossed the network, whichever algorithm the tuner chose).
   const double nics = static_cast<double>(cluster.topology.endpoints().size());
-  double per_nic_bytes = 2 * (n - 1) / n * static_cast<double>(scenario.workload.gradient_bytes) *
-                         static_cast<double>(scenario.cluster.server.gpus.size()) /
-                         static_cast<double>(scenario.cluster.server.nics.size());
-  if (scenario.fidelity == Fidelity::kPacket) {
-    double received = 0;
-    for (const auto& [name, value] : full.counters)
-      if (name.ends_with(".rx_payload_bytes")) received += static_cast<double>(value);
-    per_nic_bytes = received / nics / scenario.workload.steps;
-  }
+  double received = 0;
+  for (const auto& [name, value] : full.counters)
+    if (name.ends_with(".rx_payload_bytes")) received += static_cast<double>(value);
+  const double per_nic_bytes = received / nics / scenario.workload.steps;
   const double single_tps = alone.workload.tokens_per_s;
   r.metrics = {
       {"step_time_ms", w.step_ms, "ms"},

@@ -5,10 +5,11 @@
 //   step_time_ms, compute_ms, exposed_comm_ms, overlapped_comm_ms
 //   allreduce_ms_per_step    TP (in-server) + DP (cross-server) AllReduce time per step
 //   allreduce_cross_node_ms  the DP part
-//   roce_throughput_gbps     the payload each NIC received per step over the time the DP
-//                            AllReduces ran (packet level: the NICs' counters; flow level:
-//                            2(n-1)/n x the gradient bytes of the GPUs sharing the NIC), i.e.
-//                            the per-NIC rate a counter shows while gradients are reduced
+//   cross_node_throughput_gbit_per_s (and its old name roce_throughput_gbps)
+//                            the payload each NIC received per step (the NICs'
+//                            rx_payload_bytes counters, at either level) over the time the DP
+//                            AllReduces ran, i.e. the per-NIC rate a counter shows while
+//                            gradients are reduced
 //   pfc_pause_frames         pause frames the switches sent (packet level)
 //   tokens_per_s, single_server_tokens_per_s,
 //   scaling_efficiency       tokens/s / (servers x single-server tokens/s)

@@ -63,12 +63,48 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
     const Vertex sv = routing.switch_vertex(s);
     for (std::size_t p = 0; p < routing.ports(s).size(); ++p) {
       const auto& port = routing.ports(s)[p];
-      port_res_[{s, p}] = link_resource(sv, port.peer, g[port.edge]);
+      const auto res =
+          link_resource(sv, port.peer, g[port.edge], fmt::format("{}.port{}", g[sv].name, p));
+      res_info_[res].switch_port = true;
+      port_res_[{s, p}] = res;
     }
+  }
+  for (const Vertex nic : topo.endpoints()) {
+    rx_payload_.push_back(&sim.probes().counter(g[nic].name + ".rx_payload_bytes"));
+    rx_messages_.push_back(&sim.probes().counter(g[nic].name + ".rx_messages"));
   }
 }
 
-MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, Vertex to, const LinkInfo& link) {
+void FlowNetwork::name_resource(MaxMinSolver::Res r, std::string layer, std::string name,
+                                Bandwidth line_rate) {
+  ResInfo& info = res_info_[r];
+  info.tx_bytes = &sim_.probes().counter(name + ".tx_bytes");
+  info.wire_per_payload = static_cast<double>(line_rate.bps()) / 8 / solver_.capacity(r);
+  info.layer = std::move(layer);
+  info.name = std::move(name);
+}
+
+void FlowNetwork::add_carried(MaxMinSolver::Res r, std::uint64_t bytes) {
+  res_bytes_[r] += bytes;
+  if (Counter* c = res_info_[r].tx_bytes)
+    c->value = static_cast<std::uint64_t>(
+        std::llround(static_cast<double>(res_bytes_[r]) * res_info_[r].wire_per_payload));
+}
+
+void FlowNetwork::for_each_link(const std::function<void(const Link&)>& f) const {
+  for (MaxMinSolver::Res r = 0; r < res_info_.size(); ++r)
+    if (!res_info_[r].layer.empty())
+      f({res_info_[r].layer, res_info_[r].name, res_bytes_[r], solver_.capacity(r),
+         res_info_[r].switch_port});
+}
+
+std::vector<Metric> FlowNetwork::level_metrics() const {
+  return {{"rate_updates", static_cast<double>(updates_), ""},
+          {"flows_resolved", static_cast<double>(resolved_), ""}};
+}
+
+MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, Vertex to, const LinkInfo& link,
+                                             std::string name) {
   auto [it, inserted] = link_res_.try_emplace({&link, from}, 0);
   if (!inserted) return it->second;
   const auto& g = topo_.graph();
@@ -91,9 +127,13 @@ MaxMinSolver::Res FlowNetwork::link_resource(Vertex from, Vertex to, const LinkI
       break;
   }
   it->second = new_resource(bytes_per_s * share);
-  // Its layer and name for the bottleneck summary.
-  res_info_[it->second] = {std::string(link_layer(g, from, to, link.kind)),
-                           fmt::format("{}->{}", g[from].name, g[to].name)};
+  // Named as the packet model names the port sending into this direction: a switch's port
+  // (given), a NIC's port, or an in-server link direction.
+  if (name.empty())
+    name = link.kind == LinkKind::kNetwork ? g[from].name + ".nic"
+                                           : fmt::format("{}>{}", g[from].name, g[to].name);
+  name_resource(it->second, std::string(link_layer(g, from, to, link.kind)), std::move(name),
+                link.rate);
   return it->second;
 }
 
@@ -181,8 +221,9 @@ MaxMinSolver::Res FlowNetwork::nvlink_resource(Vertex gpu, bool outgoing, Bandwi
         new_resource(static_cast<double>(bps) / 8 *
                      payload_share(params_.host.nvlink_max_payload, params_.host.nvlink_overhead) *
                      efficiency_.nvlink);
-    res_info_[it->second] = {
-        "NVLink", fmt::format("{}.nvlink_{}", topo_.graph()[gpu].name, outgoing ? "out" : "in")};
+    name_resource(it->second, "NVLink",
+                  fmt::format("{}.nvlink_{}", topo_.graph()[gpu].name, outgoing ? "out" : "in"),
+                  Bandwidth::from_bps(bps));
   }
   return it->second;
 }
@@ -270,7 +311,8 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
     auto [it, inserted] = memory_res_.try_emplace(cpu, 0);
     if (inserted) {
       it->second = new_resource(static_cast<double>(params_.host.host_memory_rate.bps()) / 8);
-      res_info_[it->second] = {"host memory", fmt::format("{}.memory", g[cpu].name)};
+      name_resource(it->second, "host memory", fmt::format("{}.memory", g[cpu].name),
+                    params_.host.host_memory_rate);
     }
     r.resources.push_back(it->second);
     r.latency += params_.host.host_memory_latency;
@@ -412,6 +454,8 @@ std::uint64_t FlowNetwork::post_pipeline(std::span<const Message> members, Bytes
   const std::uint32_t f = start_flow(id, scratch_, tail);
   flows_[f].cap = cap;
   flows_[f].queued = false;
+  for (const Message& member : members)
+    if (member.src != member.dst && !inside_server(member)) flows_[f].rx_nics.push_back(member.dst);
   flows_[f].not_before = sim_.now() + floor;
   return id;
 }
@@ -475,7 +519,7 @@ void FlowNetwork::on_drain(std::uint64_t f) {
   const std::uint64_t id = flow.message;
   if (flow.var != UINT32_MAX) {
     for (const auto r : solver_.resources(flow.var))
-      res_bytes_[r] += static_cast<std::uint64_t>(log_[id].size.count());
+      add_carried(r, static_cast<std::uint64_t>(log_[id].size.count()));
     solver_.remove_variable(flow.var);
     request_update();
   }
@@ -483,6 +527,16 @@ void FlowNetwork::on_drain(std::uint64_t f) {
   if (flow.cap != kNoCap) free_caps_.push_back(flow.cap);
   const bool queued = flow.queued;
   const Time done = std::max(sim_.now(), flow.not_before) + flow.latency;
+  // The NICs' receive counters: a message that crossed the network, or each network-crossing
+  // member of a pipeline (its bytes; a pipeline stands for many messages, so no message count).
+  const Message& m = log_[id];
+  const auto size = static_cast<std::uint64_t>(m.size.count());
+  if (!flow.queued) {
+    for (const std::uint32_t dst : flow.rx_nics) rx_payload_[dst]->add(size);
+  } else if (m.src != m.dst && !inside_server(m)) {
+    rx_payload_[m.dst]->add(size);
+    rx_messages_[m.dst]->add();
+  }
   log_.add_received(id, log_[id].size);
   log_.complete(id, done);
   if (recycle_) free_messages_.push_back(id);
@@ -490,23 +544,6 @@ void FlowNetwork::on_drain(std::uint64_t f) {
   auto& queue = connections_[log_[id].connection];
   queue.pop_front();
   if (!queue.empty()) activate(queue.front());
-}
-
-std::vector<FlowNetwork::LinkBytes> FlowNetwork::link_bytes() const {
-  std::vector<LinkBytes> out;
-  for (MaxMinSolver::Res r = 0; r < res_info_.size(); ++r)
-    if (!res_info_[r].layer.empty())
-      out.push_back({res_info_[r].layer, res_info_[r].name, res_bytes_[r], solver_.capacity(r)});
-  return out;
-}
-
-std::vector<FlowNetwork::PortBytes> FlowNetwork::port_bytes() const {
-  std::vector<PortBytes> out;
-  const auto& g = topo_.graph();
-  for (const auto& [key, res] : port_res_)
-    out.push_back({fmt::format("{}.port{}", g[routing_.switch_vertex(key.first)].name, key.second),
-                   res_bytes_[res], g[routing_.ports(key.first)[key.second].edge].rate});
-  return out;
 }
 
 }  // namespace fabricsim

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fabric/fabric.hpp"
 #include "fabric/packet_network.hpp"
 #include "models/nccl/collective.hpp"
 #include "solver/maxmin.hpp"
@@ -36,7 +37,7 @@ struct FlowEfficiency {
   double nvlink = 1, pcie = 1, network = 1;  // multiply the link classes' payload capacity
 };
 
-class FlowNetwork final : public TransferPort {
+class FlowNetwork final : public Fabric {
  public:
   FlowNetwork(Simulation& sim, const Topology& topo, const Routing& routing,
               const NetworkParams& params, const FlowEfficiency& efficiency = {});
@@ -51,29 +52,17 @@ class FlowNetwork final : public TransferPort {
   std::uint64_t post_pipeline(std::span<const Message> members, Bytes bytes, double rate_cap,
                               Time floor, Time tail) override;
   Time path_latency(const Message& m) override { return connection_route(m).latency; }
-  MessageLog& messages() { return log_; }
-  const MessageLog& messages() const { return log_; }
-  void start_messages();
-  // Reuse the slot of a message once its completion has been reported (for consumers such as
-  // the collective engine that keep what they need; a run's message statistics need it off).
-  void set_recycle(bool on) { recycle_ = on; }
-  // Payload bytes that crossed each switch port (by its packet-model name, e.g.
-  // "leaf0.port3"), for the same per-port counters as packet level.
-  struct PortBytes {
-    std::string name;
-    std::uint64_t bytes = 0;
-    Bandwidth rate{};
-  };
-  std::vector<PortBytes> port_bytes() const;
-  // Payload bytes each link direction (and NVLink bundle, host memory) carried, with its
-  // layer ("NVLink", "PCIe", "host memory", "NIC", "leaf uplink", ...) and payload capacity
-  // in bytes/s: the flow level's bottleneck summary.
-  struct LinkBytes {
-    std::string layer, name;
-    std::uint64_t bytes = 0;
-    double capacity = 0;
-  };
-  std::vector<LinkBytes> link_bytes() const;
+  std::string_view level() const override { return "flow"; }
+  MessageLog& messages() override { return log_; }
+  const MessageLog& messages() const override { return log_; }
+  void start_messages() override;
+  const std::vector<TransportError>& errors() const override { return no_errors_; }
+  // Every link direction a route has used (and each GPU's NVLink bundle, "<gpu>.nvlink_out" /
+  // "_in"), in the order first used: payload bytes at the payload capacity.
+  void for_each_link(const std::function<void(const Link&)>& f) const override;
+  void set_recycle(bool on) override { recycle_ = on; }
+  // rate_updates, flows_resolved.
+  std::vector<Metric> level_metrics() const override;
   std::uint64_t rate_updates() const { return updates_; }
   std::uint64_t flows_resolved() const { return resolved_; }
 
@@ -89,6 +78,8 @@ class FlowNetwork final : public TransferPort {
     MaxMinSolver::Res cap = kNoCap;  // a pipeline's private rate cap
     bool queued = true;              // a message on its connection's queue (not a pipeline)
     Time not_before{};               // a pipeline's floor
+    // A pipeline's network-crossing members: the endpoints whose NICs receive its bytes.
+    std::vector<std::uint32_t> rx_nics;
   };
   static constexpr MaxMinSolver::Res kNoCap = UINT32_MAX;
   struct Route {
@@ -103,7 +94,9 @@ class FlowNetwork final : public TransferPort {
     double volume = 1;
   };
   // The resource of one direction of a link (leaving `from`).
-  MaxMinSolver::Res link_resource(Vertex from, Vertex to, const LinkInfo& link);
+  // `name`: the packet model's name of the port (derived when empty).
+  MaxMinSolver::Res link_resource(Vertex from, Vertex to, const LinkInfo& link,
+                                  std::string name = {});
   // A solver resource of this capacity (payload bytes per second), with its byte counter.
   MaxMinSolver::Res new_resource(double bytes_per_s);
   // A message's first and last packet (or chunk, or flit): what a route's hops store and
@@ -164,7 +157,18 @@ class FlowNetwork final : public TransferPort {
   std::vector<std::uint64_t> res_bytes_;  // payload bytes carried, per resource
   struct ResInfo {
     std::string layer, name;  // empty for pipeline caps
+    // `<name>.tx_bytes` and its wire bytes per payload byte (line rate / payload capacity).
+    Counter* tx_bytes = nullptr;
+    double wire_per_payload = 1;
+    bool switch_port = false;
   };
+  // Names resource `r` as the packet model names its port and registers its counter.
+  void name_resource(MaxMinSolver::Res r, std::string layer, std::string name, Bandwidth line_rate);
+  // Adds `bytes` of payload to resource `r` and its wire-byte counter.
+  void add_carried(MaxMinSolver::Res r, std::uint64_t bytes);
+  // Per endpoint: what its NIC received from the network (as the packet model's NIC counts).
+  std::vector<Counter*> rx_payload_, rx_messages_;
+  std::vector<TransportError> no_errors_;
   std::vector<ResInfo> res_info_;
   std::map<std::pair<std::size_t, std::size_t>, MaxMinSolver::Res> port_res_;  // (switch, port)
   std::vector<std::deque<std::uint64_t>> connections_;  // waiting messages, head in flight

@@ -22,11 +22,6 @@
 
 namespace fabricsim {
 
-struct MonitorConfig {
-  Time check_interval{};       // 0 = deadlock detection off
-  Time no_progress_timeout{};  // 0 = guard off
-};
-
 class FabricMonitor {
  public:
   FabricMonitor(Simulation& sim, PacketNetwork& net, const MonitorConfig& cfg);

@@ -1,12 +1,15 @@
 #include "fabric/packet_network.hpp"
 
+#include <fmt/format.h>
 #include <map>
+
+#include "fabric/monitor.hpp"
 
 namespace fabricsim {
 
 PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routing& routing,
                              const NetworkParams& params)
-    : routing_(routing), params_(params) {
+    : sim_(sim), topo_(topo), routing_(routing), params_(params) {
   const auto& g = topo.graph();
   const std::uint8_t lossless = params.buffer.pfc ? params.buffer.lossless : 0;
   std::vector<std::int32_t> switch_of_vertex(boost::num_vertices(g), -1);
@@ -119,6 +122,60 @@ std::uint64_t PacketNetwork::post(const Message& m) {
   if (added.connection == Message::kOwnConnection) added.connection = open_connection();
   nics_[added.src]->schedule_message(id);
   return id;
+}
+
+void PacketNetwork::for_each_link(const std::function<void(const Link&)>& f) const {
+  // Wire bytes at the line rate (rate / 8 scales by a power of two: exact).
+  bool switch_port = false;
+  const auto visit = [&](std::string_view layer, const EgressPort& port) {
+    f({layer, port.name(), port.tx_bytes(), static_cast<double>(port.config().rate.bps()) / 8,
+       switch_port});
+  };
+  if (host_) host_->for_each_port(visit);
+  for (const auto& nic : nics_) visit("NIC", nic->port());
+  const auto& g = topo_.graph();
+  switch_port = true;
+  for (std::size_t s = 0; s < switches_.size(); ++s)
+    for (std::size_t p = 0; p < routing_.ports(s).size(); ++p)
+      visit(link_layer(g, routing_.switch_vertex(s), routing_.ports(s)[p].peer, LinkKind::kNetwork),
+            switches_[s]->port(p));
+}
+
+PacketNetwork::~PacketNetwork() = default;
+
+void PacketNetwork::watch(const MonitorConfig& cfg) {
+  monitor_ = std::make_unique<FabricMonitor>(sim_, *this, cfg);
+}
+
+std::optional<Fabric::Verdict> PacketNetwork::verdict() const {
+  if (!monitor_ || !monitor_->verdict()) return std::nullopt;
+  return Verdict{*monitor_->verdict(), monitor_->report()};
+}
+
+std::vector<Metric> PacketNetwork::level_metrics() const {
+  // Sums over this network's own probes: every NIC's and switch's counters of one kind.
+  std::uint64_t drops = 0, pauses = 0, marks = 0, cnps = 0, resent = 0;
+  for (const auto& c : sim_.probes().counters()) {
+    const std::string_view n = c.name;
+    if (n.ends_with(".drop_packets")) drops += c.value;
+    if (is_pfc_pause_sent(n)) pauses += c.value;
+    if (n.ends_with(".ecn_marked_packets")) marks += c.value;
+    if (n.ends_with(".cnp_sent")) cnps += c.value;
+    if (n.ends_with(".retransmitted_packets")) resent += c.value;
+  }
+  Bytes peak_queue{0};
+  for (const auto& sw : switches_)
+    for (std::size_t i = 0; i < sw->port_count(); ++i)
+      peak_queue = std::max(peak_queue, sw->port(i).peak_queued());
+  return {
+      {"dropped_packets", static_cast<double>(drops), ""},
+      {"pfc_pause_frames", static_cast<double>(pauses), ""},
+      {"ecn_marked_packets", static_cast<double>(marks), ""},
+      {"cnp_sent", static_cast<double>(cnps), ""},
+      {"retransmitted_packets", static_cast<double>(resent), ""},
+      {"qp_errors", static_cast<double>(errors_.size()), ""},
+      {"peak_switch_queue_bytes", static_cast<double>(peak_queue.count()), "B"},
+  };
 }
 
 }  // namespace fabricsim

@@ -98,6 +98,7 @@ std::string results_json(const Scenario& scenario, const RunResult& result,
       {"seed", static_cast<std::int64_t>(scenario.seed)},
       {"status", result.status},
       {"sim_time_ps", result.sim_time.ps()},
+      {"bottleneck_span_ps", result.bottleneck_span.ps()},
       {"events", static_cast<std::int64_t>(result.events)},
       {"errors", errors},
       {"bottlenecks", std::move(bottlenecks)},
@@ -190,8 +191,9 @@ std::string text_report(const Scenario& scenario, const RunResult& result) {
   }
   for (const auto& note : scenario.notes) out += fmt::format("  note: {}\n", note);
   if (!result.bottlenecks.empty()) {
-    out += fmt::format("\n  bottlenecks (busiest links per layer over the run; bounded by: {}):\n",
-                       result.bottlenecks.front().layer);
+    out += fmt::format(
+        "\n  bottlenecks (busiest links per layer, busy time over {}; bounded by: {}):\n",
+        to_string(result.bottleneck_span), result.bottlenecks.front().layer);
     for (const auto& l : result.bottlenecks)
       out += fmt::format("    {:<14} {:<40} {:>6.1f} %  paused {:.1f} us\n", l.layer, l.port,
                          l.utilization * 100, l.paused_us);

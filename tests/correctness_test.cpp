@@ -114,15 +114,15 @@ TEST(Correctness, GpuDirectOnDgxH100KeepsGpuNicTrafficUnderItsPcieSwitch) {
         two_h100(), "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
     const BuiltCluster c(s);
     Simulation sim(1);
-    FabricBackend fabric(sim, s, c);
-    CollectiveEngine engine(sim, fabric.port(), s.gpu, s.nccl, s.execution);
+    const std::unique_ptr<Fabric> fabric = make_fabric(sim, s, c);
+    CollectiveEngine engine(sim, *fabric, s.gpu, s.nccl, s.execution);
     CommunicatorOptions o;
     o.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
     const auto comm = engine.add_communicator(build_communicator(c.topology, c.routing, o));
     const auto id = engine.launch(comm, {.op = CollOp::kAllReduce, .bytes = 16 << 20}, sim.now());
     sim.run();
     ASSERT_TRUE(engine.result(id).done);
-    const auto loads = fabric.bottlenecks(c, sim.now(), {}, 1000);
+    const auto loads = bottleneck_summary(*fabric, sim.now(), {}, 1000);
     ASSERT_FALSE(loads.empty());
     bool nic_busy = false;
     for (const auto& l : loads) {

@@ -1,9 +1,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "experiments/run.hpp"
 #include "fabric/flow_network.hpp"
 #include "models/nccl/collective.hpp"
 #include "models/workload/traffic.hpp"
+#include "scenario/scenario.hpp"
 #include "solver/maxmin.hpp"
 #include "tests/fixtures.hpp"
 #include "topo/communicator.hpp"
@@ -315,4 +317,39 @@ TEST(FlowLevel, AutoGranularityStreamsOnlyLargeCollectives) {
                                 {.op = CollOp::kAllReduce, .bytes = 1 << 16}, Time::zero());
   sim.run();
   EXPECT_FALSE(engine.result(id).streamed);
+}
+
+// One Fabric interface: the flow level names its counters and bottleneck ports as the packet
+// level does, and on an incast (tests/data/golden.toml: 4 hosts to 1 at 100 Gb/s, PFC on,
+// ECN and DCQCN off so that both levels drain it at line rate) the bytes agree: data
+// directions exactly (full packets), so reports, diagnose and the bottleneck summary read
+// either level the same way.
+TEST(FlowLevel, CountsUnderThePacketLevelsNames) {
+  const auto load = [](const std::string& fidelity) {
+    return load_scenario(std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/golden.toml",
+                         {.overrides = {"fidelity=\"" + fidelity + "\"", "switch.ecn=false",
+                                        "nic.dcqcn.enabled=false"}});
+  };
+  const Scenario ps = load("packet"), fs = load("flow");
+  const BuiltCluster pc(ps), fc(fs);
+  const RunResult packet = run_scenario(ps, pc), flow = run_scenario(fs, fc);
+  const std::map<std::string, std::uint64_t> at_packet(packet.counters.begin(),
+                                                       packet.counters.end());
+  ASSERT_FALSE(flow.counters.empty());
+  std::size_t compared = 0;
+  for (const auto& [name, value] : flow.counters) {
+    ASSERT_TRUE(at_packet.contains(name)) << name << " is a flow-level name only";
+    // Data directions (the packet level also counts ACK bytes going back, the flow level not).
+    if (value > 0) {
+      EXPECT_EQ(value, at_packet.at(name)) << name;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 6u);  // four senders' NIC ports, the receiver's switch port, its NIC
+  ASSERT_FALSE(flow.bottlenecks.empty());
+  for (const auto& l : flow.bottlenecks)
+    EXPECT_TRUE(at_packet.contains(l.port + ".tx_bytes")) << l.port;
+  // The busiest link is the same, at nearly the same utilisation.
+  EXPECT_EQ(flow.bottlenecks.front().port, packet.bottlenecks.front().port);
+  EXPECT_NEAR(flow.bottlenecks.front().utilization, packet.bottlenecks.front().utilization, 0.05);
 }

@@ -659,11 +659,11 @@ TEST(Calibration, CommandsWriteALoadableOverlayValidateAndDiagnose) {
   ASSERT_EQ(run({"diagnose", "--measurements", sim.string()}, &text), 0);
   EXPECT_NE(text.find("[suspect] network (PFC): 90 PFC pause frames"), std::string::npos) << text;
   EXPECT_NE(text.find("[suspect] model: leaf downlink: busiest link switch0.port0 busy 0.086 ms "
-                      "= 24 % of the 0.362 ms run"),
+                      "= 67 % of the 0.127 ms run"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("[model] model: NIC: busiest link host1.nic busy 0.021 ms = 6 % of the "
-                      "0.362 ms run, paused 0.050 ms"),
+  EXPECT_NE(text.find("[model] model: NIC: busiest link host1.nic busy 0.021 ms = 17 % of the "
+                      "0.127 ms run, paused 0.050 ms"),
             std::string::npos)
       << text;
   // A malformed file is an input error naming file and line.

@@ -571,6 +571,7 @@ SimulationResults parse_results_json(std::string_view text, const std::string& s
   r.version = top.text("fabricsim_version");
   r.status = top.text("status");
   r.sim_time_ps = top.count("sim_time_ps");
+  r.span_ps = top.has("bottleneck_span_ps") ? top.count("bottleneck_span_ps") : r.sim_time_ps;
   std::size_t i = 0;
   if (const auto loads = tree.get_child_optional("bottlenecks")) {
     for (const auto& [name, row] : *loads) {

@@ -113,7 +113,10 @@ std::string harness_json_tool(std::string_view text);
 // ---- fabricsim's own results.json (`fabricsim run --out DIR`), for diagnosing the model ----
 struct SimulationResults {
   std::string version, status;
-  std::uint64_t sim_time_ps = 0;  // the span the link loads are over
+  std::uint64_t sim_time_ps = 0;
+  // The span the link loads are over: bottleneck_span_ps (a traffic run's makespan), or the
+  // simulated time in results written before it existed.
+  std::uint64_t span_ps = 0;
   struct Load {
     std::string layer, port;
     double utilization = 0, paused_us = 0;

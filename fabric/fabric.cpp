@@ -1,0 +1,79 @@
+#include "fabric/fabric.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+
+namespace fabricsim {
+
+std::vector<LinkLoad> bottleneck_summary(
+    const Fabric& fabric, Time span,
+    const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer,
+    const std::map<std::string, std::uint64_t>* since) {
+  std::vector<LinkLoad> all;
+  if (span <= Time::zero()) return all;
+  std::map<std::string, std::uint64_t, std::less<>> by_name(counters.begin(), counters.end());
+  fabric.for_each_link([&](const Fabric::Link& link) {
+    double paused_ns = 0;
+    for (int p = 0; p < 8 && !by_name.empty(); ++p) {
+      const auto it = by_name.find(fmt::format("{}.rx_prio{}_pause_duration_ns", link.name, p));
+      if (it != by_name.end()) paused_ns += static_cast<double>(it->second);
+    }
+    std::uint64_t carried = link.bytes;
+    if (since != nullptr)
+      if (const auto it = since->find(std::string(link.name)); it != since->end())
+        carried -= it->second;
+    const double util = static_cast<double>(carried) / (span.seconds() * link.bytes_per_s);
+    if (util > 0 || paused_ns > 0)
+      all.push_back({std::string(link.layer), std::string(link.name), util, paused_ns / 1e3});
+  });
+  return busiest_per_layer(std::move(all), per_layer);
+}
+
+bool is_pfc_pause_sent(std::string_view n) {
+  return n.find(".tx_prio") != std::string_view::npos && n.ends_with("_pause");
+}
+
+std::uint64_t pfc_pause_frames(const std::vector<std::pair<std::string, std::uint64_t>>& counters) {
+  std::uint64_t sum = 0;
+  for (const auto& [name, value] : counters)
+    if (is_pfc_pause_sent(name)) sum += value;
+  return sum;
+}
+
+double peak_switch_port_utilization(const Fabric& fabric, Time span) {
+  double peak = 0;
+  if (span <= Time::zero()) return peak;
+  fabric.for_each_link([&](const Fabric::Link& link) {
+    if (link.switch_port)
+      peak = std::max(peak, static_cast<double>(link.bytes) / (span.seconds() * link.bytes_per_s));
+  });
+  return peak;
+}
+
+std::map<std::string, std::uint64_t> link_bytes_now(const Fabric& fabric) {
+  std::map<std::string, std::uint64_t> out;
+  fabric.for_each_link([&](const Fabric::Link& link) { out[std::string(link.name)] = link.bytes; });
+  return out;
+}
+
+std::vector<LinkLoad> busiest_per_layer(std::vector<LinkLoad> all, std::size_t per_layer) {
+  // Per layer the busiest few; layers ordered by their busiest link.
+  std::map<std::string, std::vector<LinkLoad>> layers;
+  for (auto& l : all) layers[l.layer].push_back(l);
+  std::vector<std::vector<LinkLoad>> ordered;
+  for (auto& [name, links] : layers) {
+    std::stable_sort(links.begin(), links.end(), [](const LinkLoad& a, const LinkLoad& b) {
+      return a.utilization > b.utilization;
+    });
+    links.resize(std::min(links.size(), per_layer));
+    ordered.push_back(std::move(links));
+  }
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    return a.front().utilization > b.front().utilization;
+  });
+  std::vector<LinkLoad> out;
+  for (auto& links : ordered) out.insert(out.end(), links.begin(), links.end());
+  return out;
+}
+
+}  // namespace fabricsim
