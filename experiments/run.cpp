@@ -6,6 +6,9 @@
 #include <map>
 #include <optional>
 
+#include "fabric/flow_network.hpp"
+#include "fabric/packet_network.hpp"
+
 namespace fabricsim {
 
 namespace {

@@ -33,10 +33,6 @@
 
 namespace fabricsim {
 
-struct FlowEfficiency {
-  double nvlink = 1, pcie = 1, network = 1;  // multiply the link classes' payload capacity
-};
-
 class FlowNetwork final : public Fabric {
  public:
   FlowNetwork(Simulation& sim, const Topology& topo, const Routing& routing,

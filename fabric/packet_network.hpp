@@ -13,6 +13,7 @@
 
 #include "fabric/fabric.hpp"
 #include "fabric/host_fabric.hpp"
+#include "fabric/params.hpp"
 #include "models/nccl/collective.hpp"
 #include "models/switch/switch.hpp"
 #include "models/transport/nic.hpp"
@@ -21,15 +22,6 @@
 namespace fabricsim {
 
 class FabricMonitor;
-
-struct NetworkParams {
-  Time switch_latency{};
-  BufferConfig buffer{};
-  RdmaConfig nic{};
-  PathSelection path_selection = PathSelection::kHash;
-  bool host_side = false;  // model PCIe/host memory inside servers (needs a server model)
-  HostFabricParams host{};
-};
 
 class PacketNetwork final : public Forwarding, public Fabric {
  public:

@@ -251,6 +251,10 @@ void read_nic(ConfigReader& nic, Scenario& s) {
   // The ConnectX firmware's rules (models/transport/dcqcn.hpp) or the paper's
   // (models/transport/dcqcn_paper.hpp).
   const bool paper = d.choice("variant", "firmware", {"firmware", "paper"}) == "paper";
+  if (dcqcn && tcp)
+    d.error("enabled",
+            "DCQCN is RoCE's congestion control; with nic.transport = \"tcp\" choose "
+            "nic.tcp.congestion (\"newreno\" or \"dctcp\")");
   if (dcqcn && !tcp) n.congestion = paper ? &kDcqcnPaper : &kDcqcnFirmware;
   c.rpg_time_reset = d.time("rpg_time_reset", c.rpg_time_reset, false);
   c.rpg_threshold = static_cast<int>(d.integer("rpg_threshold", c.rpg_threshold, 0, 1000));

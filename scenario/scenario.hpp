@@ -11,8 +11,7 @@
 
 #include <toml++/toml.h>
 
-#include "fabric/flow_network.hpp"
-#include "fabric/packet_network.hpp"
+#include "fabric/params.hpp"
 #include "models/nccl/nccl.hpp"
 #include "models/workload/traffic.hpp"
 #include "models/workload/workload.hpp"

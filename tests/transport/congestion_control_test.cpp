@@ -206,4 +206,12 @@ TEST(CongestionControlChoice, TheLoaderPicksOneAlgorithmAndRefusesTheOtherVarian
   refused({"nic.dcqcn.variant=\"paper\"", "nic.dcqcn.rate_reduce_monitor_period=\"8us\""},
           "nic.dcqcn.rate_reduce_monitor_period");
   refused({"nic.dcqcn.rpg_byte_reset=\"1MB\""}, "nic.dcqcn.rpg_byte_reset");
+  // DCQCN is RoCE's: asking for it on TCP is an error, not silently TCP's NewReno.
+  try {
+    congestion({"nic.transport=\"tcp\"", "nic.dcqcn.enabled=true"});
+    ADD_FAILURE() << "DCQCN on TCP was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("nic.dcqcn.enabled"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nic.tcp.congestion"), std::string::npos) << e.what();
+  }
 }
