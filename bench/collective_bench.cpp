@@ -6,7 +6,7 @@
 
 #include "fabric/packet_network.hpp"
 #include "models/nccl/collective.hpp"
-#include "tests/fixtures.hpp"
+#include "tests/support/fixtures.hpp"
 #include "topo/communicator.hpp"
 
 using namespace fabricsim;

@@ -9,7 +9,7 @@
 //    64-bit size. The one rounding rule is "round up to the next picosecond": a transmission
 //    is never reported as finished before its last bit has left.
 //  * Types do not mix: Time + Bytes, Bytes * Bandwidth, passing Bytes where Time is expected
-//    do not compile (tests/units_compile_test.cpp and a compile-fail test pin this).
+//    do not compile (tests/sim/units_test.cpp and tests/compile_fail/ pin this).
 
 #include <compare>
 #include <cstdint>

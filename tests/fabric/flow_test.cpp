@@ -7,7 +7,7 @@
 #include "models/workload/traffic.hpp"
 #include "scenario/scenario.hpp"
 #include "solver/maxmin.hpp"
-#include "tests/fixtures.hpp"
+#include "tests/support/fixtures.hpp"
 #include "topo/communicator.hpp"
 
 using namespace fabricsim;

@@ -13,12 +13,12 @@
 #include <map>
 #include <sstream>
 
-#include "cli_run.hpp"
 #include "experiments/nccl_tests.hpp"
 #include "experiments/run.hpp"
 #include "experiments/training.hpp"
 #include "scenario/scenario.hpp"
-#include "temp_dir.hpp"
+#include "tests/support/cli_run.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace fabricsim;
 

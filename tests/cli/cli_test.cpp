@@ -10,8 +10,8 @@
 #include "cli/commands.hpp"
 #include "experiments/sweep.hpp"
 #include "fabricsim/version.hpp"
-#include "tests/cli_run.hpp"
-#include "tests/temp_dir.hpp"
+#include "tests/support/cli_run.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace fabricsim;
 namespace fs = std::filesystem;

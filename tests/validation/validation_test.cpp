@@ -11,7 +11,7 @@
 #include "cli/commands.hpp"
 #include "experiments/calibration.hpp"
 #include "report/calibration_report.hpp"
-#include "tests/temp_dir.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "topo/server.hpp"
 #include "validation/fit.hpp"
 #include "validation/parsers.hpp"
