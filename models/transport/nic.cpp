@@ -22,6 +22,7 @@ RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, MessageLog& log, std::dequ
       index_(index),
       name_(name),
       cfg_(cfg),
+      rel_(reliability_of(cfg)),
       line_bps_(static_cast<double>(port.rate.bps())),
       port_(sim, pool, name + ".nic", port),
       start_(sim.bind<&RdmaNic::on_message_start>(*this)),
@@ -42,11 +43,11 @@ RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, MessageLog& log, std::dequ
   port_.set_owner(this, /*pulls=*/true);
 }
 
-Time RdmaNic::rto() const {
-  if (tcp()) return cfg_.tcp.min_rto;
-  // IBA 12.7.34: 4.096 us x 2^timeout; 0 means infinite.
-  if (cfg_.ib_timeout <= 0 || cfg_.ib_timeout >= 32) return Time::max();
-  return Time::from_ps(4'096'000LL << cfg_.ib_timeout);
+const Reliability& rc_reliability();   // rc.cpp
+const Reliability& tcp_reliability();  // tcp.cpp
+
+const Reliability& reliability_of(const RdmaConfig& cfg) {
+  return cfg.transport == Transport::kTcp ? tcp_reliability() : rc_reliability();
 }
 
 void RdmaNic::schedule_message(std::uint64_t id) {
@@ -60,7 +61,7 @@ void RdmaNic::schedule_message(std::uint64_t id) {
     qp.rate_gauge->set(line_bps_ * 1e-9);
     qp.cc = cc_->open(m.connection);
   }
-  sim_.schedule_at(log_[id].start + (tcp() ? cfg_.tcp.host_latency : Time::zero()), start_, id);
+  sim_.schedule_at(log_[id].start + rel_.start_delay(cfg_), start_, id);
 }
 
 std::uint32_t RdmaNic::packets_of(Bytes size) const {
@@ -80,7 +81,7 @@ void RdmaNic::schedule_cc_timer(std::uint64_t id, std::uint32_t tag, Time at) {
 
 void RdmaNic::on_message_start(std::uint64_t id) {
   if (host_ != nullptr && host_->transfer_local(id)) return;
-  if (tcp()) {
+  if (!rel_.uses_send_engine()) {
     on_wire_start(id);
     return;
   }
@@ -258,149 +259,8 @@ void RdmaNic::deliver_in_order(QueuePair& qp, std::uint32_t psn, Time finish) {
 
 void RdmaNic::receive(Packet* p, PortIndex) {
   port_.reverse()->return_credit(p->priority, p->wire_bytes);  // consumed at once (IB credits)
-  if (tcp()) {
-    if (p->kind == PacketKind::kData) tcp_on_data(p);
-    if (p->kind == PacketKind::kAck) tcp_on_ack(p->message, p->psn, p->ecn);
-    pool_.release(p);
-    return;
-  }
-  switch (p->kind) {
-    case PacketKind::kData:
-      on_data(p);
-      break;
-    case PacketKind::kAck:
-      on_ack(p->message, p->psn);
-      break;
-    case PacketKind::kNak:
-      on_nak(p->message, p->psn);
-      break;
-    case PacketKind::kCnp:
-      on_cnp(p->message);
-      break;
-    case PacketKind::kPause:
-    case PacketKind::kDma:
-      break;  // consumed by the port
-  }
+  rel_.receive(*this, p);
   pool_.release(p);
-}
-
-void RdmaNic::on_data_any_order(Packet* p) {
-  QueuePair& qp = qps_[p->message];
-  if (qp.out_of_order.size() < qp.packets) qp.out_of_order.resize(qp.packets);
-  if (p->psn < qp.expected || qp.out_of_order[p->psn]) {
-    if (qp.expected > 0) send_control(PacketKind::kAck, p->message, p->src, qp.expected - 1);
-    return;  // a duplicate: already placed
-  }
-  qp.out_of_order[p->psn] = true;
-  // Placement at the packet's own offset. The message completes when its last byte is in,
-  // whichever packet carried it (HostFabric and add_received count bytes, not positions).
-  const SegmentRef seg = segment_at(qp, p->psn);
-  const std::uint32_t payload = payload_of(seg, p->psn);
-  rx_bytes_.add(payload);
-  if (host_ != nullptr) {
-    host_->deliver(seg.message, p->psn - seg.first, payload, p->psn + 1 == seg.end);
-  } else {
-    log_.add_received(seg.message, Bytes(payload));
-    if (log_[seg.message].received == log_[seg.message].size)
-      log_.complete(seg.message, sim_.now());
-  }
-  const std::uint32_t before = qp.expected;
-  bool segment_done = false;
-  while (qp.expected < qp.packets && qp.out_of_order[qp.expected]) {
-    if (qp.expected + 1 == segment_at(qp, qp.expected).end) {
-      rx_messages_.add();
-      segment_done = true;
-    }
-    ++qp.expected;
-  }
-  if (qp.expected == before) return;
-  const auto interval = static_cast<std::uint32_t>(cfg_.ack_interval);
-  if (segment_done || qp.expected / interval != before / interval)
-    send_control(PacketKind::kAck, p->message, p->src, qp.expected - 1);
-}
-
-void RdmaNic::on_data(Packet* p) {
-  QueuePair& qp = qps_[p->message];
-  const Time now = sim_.now();
-  if (p->ecn) {
-    if (qp.last_cnp == Time::max() || now - qp.last_cnp >= cfg_.dcqcn.min_time_between_cnps) {
-      qp.last_cnp = now;
-      cnps_sent_.add();
-      send_control(PacketKind::kCnp, p->message, p->src, 0);
-    }
-  }
-  if (cfg_.out_of_order_placement) {
-    on_data_any_order(p);
-    return;
-  }
-  if (p->psn == qp.expected) {
-    ++qp.expected;
-    qp.nak_sent = false;
-    deliver_in_order(qp, p->psn, now);
-    if (p->last || qp.expected % static_cast<std::uint32_t>(cfg_.ack_interval) == 0)
-      send_control(PacketKind::kAck, p->message, p->src, p->psn);
-  } else if (p->psn > qp.expected) {
-    if (!qp.nak_sent) {
-      qp.nak_sent = true;
-      naks_sent_.add();
-      send_control(PacketKind::kNak, p->message, p->src, qp.expected);
-    }
-  } else if (qp.expected > 0) {
-    send_control(PacketKind::kAck, p->message, p->src, qp.expected - 1);  // duplicate
-  }
-}
-
-void RdmaNic::on_ack(std::uint64_t id, std::uint32_t psn) {
-  QueuePair& qp = qps_[id];
-  if (!qp.active || psn + 1 <= qp.una) return;
-  qp.una = psn + 1;
-  qp.next_psn = std::max(qp.next_psn, qp.una);
-  qp.retries = 0;
-  qp.last_progress = sim_.now();
-  if (qp.una >= qp.packets) {
-    finish_sender(id);
-    return;
-  }
-  if (rto() != Time::max()) arm_rto(id, qp.last_progress + rto());  // no-op while armed
-}
-
-void RdmaNic::on_nak(std::uint64_t id, std::uint32_t psn) {
-  QueuePair& qp = qps_[id];
-  if (!qp.active || psn < qp.una) return;
-  if (psn > qp.una) {
-    qp.una = psn;
-    qp.retries = 0;
-  }
-  qp.last_progress = sim_.now();
-  retry(id, "sequence error NAK");
-}
-
-void RdmaNic::retry(std::uint64_t id, const char* why) {
-  QueuePair& qp = qps_[id];
-  if (++qp.retries > cfg_.ib_retry_cnt) {
-    // The QP enters the error state: its unfinished messages (and any posted later) fail.
-    qp.failed = true;
-    const std::uint64_t first = segment_at(qp, qp.una).message;
-    for (const auto& s : qp.segments)
-      if (!log_[s.message].complete()) log_[s.message].failed = true;
-    qp_errors_.add();
-    errors_.push_back(
-        {sim_.now(), first,
-         fmt::format("{}: ibv_poll_cq error 12 (transport retry counter exceeded) on QP {} "
-                     "(message {}) to endpoint {} after {} retries ({}), {} of {} packets "
-                     "acknowledged",
-                     name_, id, first, qp.dst, cfg_.ib_retry_cnt, why, qp.una, qp.packets)});
-    finish_sender(id);
-    return;
-  }
-  // Go-back-N from the first unacknowledged packet. A NAK can name a PSN beyond what this QP
-  // has (re)sent since an earlier go-back (it answers packets of the first pass), so una may
-  // exceed next_psn: nothing between them is resent, and the count never goes negative.
-  if (qp.next_psn > qp.una) retransmitted_.add(qp.next_psn - qp.una);
-  qp.next_psn = qp.una;
-  qp.next_send = sim_.now();
-  if (rto() != Time::max()) arm_rto(id, sim_.now() + rto());  // keeps an earlier pending one
-  port_.kick();
 }
 
 void RdmaNic::finish_sender(std::uint64_t id) {
@@ -417,12 +277,6 @@ void RdmaNic::finish_sender(std::uint64_t id) {
   }
 }
 
-void RdmaNic::on_cnp(std::uint64_t id) {
-  cnps_received_.add();
-  const QueuePair& qp = qps_[id];
-  if (qp.active) cc_->on_cnp(qp.cc);
-}
-
 void RdmaNic::on_timer(std::uint64_t payload) {
   const std::uint64_t id = payload >> 24;
   const auto tag = static_cast<std::uint32_t>(payload & 0xffffff);
@@ -433,98 +287,13 @@ void RdmaNic::on_timer(std::uint64_t payload) {
   }
   qp.rto_armed = false;
   if (!qp.active) return;
-  // TCP backs the timer off exponentially (up to 64 x) while no progress is made.
-  const Time timeout = tcp() ? rto() * (Time::rep{1} << std::min(qp.retries, 6)) : rto();
+  const Time timeout = rel_.timeout(cfg_, qp);
   if (sim_.now() - qp.last_progress < timeout) {
     arm_rto(id, qp.last_progress + timeout);  // progress since it was armed
     return;
   }
   timeouts_.add();
-  if (tcp()) {
-    tcp_timeout(id);
-    return;
-  }
-  retry(id, "local ACK timeout");
-}
-
-void RdmaNic::tcp_on_data(Packet* p) {
-  QueuePair& qp = qps_[p->message];
-  if (p->psn >= qp.expected && qp.out_of_order.size() < qp.packets)
-    qp.out_of_order.resize(qp.packets);
-  if (p->psn == qp.expected) {
-    // Deliver this segment and every held one that now follows in order.
-    do {
-      deliver_in_order(qp, qp.expected, sim_.now() + cfg_.tcp.host_latency);
-      ++qp.expected;
-    } while (qp.expected < qp.packets && qp.out_of_order[qp.expected]);
-  } else if (p->psn > qp.expected) {
-    qp.out_of_order[p->psn] = true;
-  }
-  // Cumulative ACK (the next segment expected), echoing a CE mark.
-  Packet* ack = pool_.acquire();
-  ack->kind = PacketKind::kAck;
-  ack->message = p->message;
-  ack->src = index_;
-  ack->dst = p->src;
-  ack->psn = qp.expected;
-  ack->ecn = p->ecn;
-  ack->wire_bytes = static_cast<std::uint32_t>(cfg_.control_bytes.count());
-  ack->priority = cfg_.priority;
-  port_.enqueue(ack);
-}
-
-void RdmaNic::tcp_on_ack(std::uint64_t id, std::uint32_t cumulative, bool ece) {
-  QueuePair& qp = qps_[id];
-  if (!qp.active) return;
-  if (cumulative > qp.una) {
-    CcAck ack{.newly_acked = cumulative - qp.una, .ece = ece, .in_recovery = qp.in_recovery};
-    qp.una = cumulative;
-    qp.next_psn = std::max(qp.next_psn, qp.una);
-    qp.last_progress = sim_.now();
-    qp.retries = 0;
-    qp.dupacks = 0;
-    if (qp.retx != UINT32_MAX && qp.retx < qp.una) qp.retx = UINT32_MAX;
-    if (qp.in_recovery) {
-      if (qp.una >= qp.recover) {
-        qp.in_recovery = false;
-        ack.recovery_done = true;
-      } else {
-        qp.retx = qp.una;  // NewReno partial ACK: the next hole
-      }
-    }
-    ack.una = qp.una;
-    ack.next_psn = qp.next_psn;
-    cc_->on_ack(qp.cc, ack);
-    if (qp.una >= qp.packets) {
-      finish_sender(id);
-      return;
-    }
-  } else if (cumulative == qp.una && qp.next_psn > qp.una) {
-    if (++qp.dupacks == 3 && !qp.in_recovery) {
-      // Fast retransmit, fast recovery.
-      cc_->on_fast_retransmit(qp.cc);
-      qp.recover = qp.next_psn;
-      qp.in_recovery = true;
-      qp.retx = qp.una;
-    } else if (qp.in_recovery) {
-      cc_->on_recovery_dupack(qp.cc);
-    }
-  }
-  port_.kick();
-}
-
-void RdmaNic::tcp_timeout(std::uint64_t id) {
-  QueuePair& qp = qps_[id];
-  cc_->on_timeout(qp.cc);
-  if (qp.next_psn > qp.una) retransmitted_.add(qp.next_psn - qp.una);
-  qp.next_psn = qp.una;
-  qp.in_recovery = false;
-  qp.dupacks = 0;
-  qp.retx = UINT32_MAX;
-  ++qp.retries;
-  qp.last_progress = sim_.now();
-  arm_rto(id, sim_.now() + rto() * (Time::rep{1} << std::min(qp.retries, 6)));
-  port_.kick();
+  rel_.on_timeout(*this, id);
 }
 
 }  // namespace fabricsim

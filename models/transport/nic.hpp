@@ -32,6 +32,7 @@
 
 #include "models/transport/congestion_control.hpp"
 #include "models/transport/dcqcn.hpp"
+#include "models/transport/reliability.hpp"
 #include "net/message.hpp"
 #include "net/port.hpp"
 
@@ -216,10 +217,7 @@ class RdmaNic final : public PacketSink, public PortOwner, private CcHost {
   // QPs leave no timer behind.
   void arm_rto(std::uint64_t id, Time at);
   void send_control(PacketKind kind, std::uint64_t message, std::uint32_t dst, std::uint32_t psn);
-  void on_ack(std::uint64_t id, std::uint32_t psn);
-  void on_nak(std::uint64_t id, std::uint32_t psn);
-  void on_cnp(std::uint64_t id);
-  void retry(std::uint64_t id, const char* why);
+  // The QP has nothing left to send or to have acknowledged (or has failed).
   void finish_sender(std::uint64_t id);
   // The message of a QP that PSN `psn` belongs to, with its PSN range.
   struct SegmentRef {
@@ -228,16 +226,14 @@ class RdmaNic final : public PacketSink, public PortOwner, private CcHost {
   };
   SegmentRef segment_at(const QueuePair& qp, std::uint32_t psn) const;
   void deliver_in_order(QueuePair& qp, std::uint32_t psn, Time finish);
-  void on_data_any_order(Packet* p);
-  void on_data(Packet* p);
-  void tcp_on_data(Packet* p);
-  void tcp_on_ack(std::uint64_t id, std::uint32_t cumulative, bool ece);
-  void tcp_timeout(std::uint64_t id);
   std::uint32_t packets_of(Bytes size) const;
   // Payload bytes of packet `psn` of the message `seg` (every packet full but its last).
   std::uint32_t payload_of(const SegmentRef& seg, std::uint32_t psn) const;
-  bool tcp() const { return cfg_.transport == Transport::kTcp; }
-  Time rto() const;
+  // The ACK timer's base period (the transport's; Time::max(): never).
+  Time rto() const { return rel_.base_timeout(cfg_); }
+  // The transports' rules act on the engine's state.
+  friend class RcReliability;
+  friend class TcpReliability;
 
   Simulation& sim_;
   Pool<Packet>& pool_;
@@ -247,6 +243,7 @@ class RdmaNic final : public PacketSink, public PortOwner, private CcHost {
   std::uint32_t index_;
   std::string name_;
   RdmaConfig cfg_;
+  const Reliability& rel_;
   HostSide* host_ = nullptr;
   double line_bps_;
   EgressPort port_;

@@ -215,3 +215,33 @@ TEST(CongestionControlChoice, TheLoaderPicksOneAlgorithmAndRefusesTheOtherVarian
     EXPECT_NE(std::string(e.what()).find("nic.tcp.congestion"), std::string::npos) << e.what();
   }
 }
+
+// The reliability seam (reliability.hpp): the transport's own timers and start rules.
+TEST(Reliability, EachTransportKeepsItsOwnTimersAndStartRules) {
+  RdmaConfig rc;
+  rc.ib_timeout = 14;
+  const Reliability& r = reliability_of(rc);
+  // IBA 12.7.34: 4.096 us x 2^14 = 67.108864 ms, the same after retries; 0 is infinite.
+  EXPECT_EQ(r.base_timeout(rc), Time::from_ps(67'108'864'000));
+  QueuePair qp;
+  qp.retries = 3;
+  EXPECT_EQ(r.timeout(rc, qp), r.base_timeout(rc));
+  EXPECT_TRUE(r.uses_send_engine());
+  EXPECT_EQ(r.start_delay(rc), Time::zero());
+  rc.ib_timeout = 0;
+  EXPECT_EQ(r.base_timeout(rc), Time::max());
+
+  RdmaConfig tcp;
+  tcp.transport = Transport::kTcp;
+  const Reliability& t = reliability_of(tcp);
+  EXPECT_NE(&t, &r);
+  EXPECT_FALSE(t.uses_send_engine());
+  EXPECT_EQ(t.start_delay(tcp), tcp.tcp.host_latency);
+  // RTO from min_rto, doubled per retry without progress, at most 64 x.
+  qp.retries = 0;
+  EXPECT_EQ(t.timeout(tcp, qp), tcp.tcp.min_rto);
+  qp.retries = 2;
+  EXPECT_EQ(t.timeout(tcp, qp), tcp.tcp.min_rto * 4);
+  qp.retries = 9;
+  EXPECT_EQ(t.timeout(tcp, qp), tcp.tcp.min_rto * 64);
+}
