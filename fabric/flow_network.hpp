@@ -33,7 +33,7 @@
 
 namespace fabricsim {
 
-class FlowNetwork final : public Fabric {
+class FlowNetwork final : public Fabric, public PipelinePort {
  public:
   FlowNetwork(Simulation& sim, const Topology& topo, const Routing& routing,
               const NetworkParams& params, const FlowEfficiency& efficiency = {});
@@ -44,7 +44,7 @@ class FlowNetwork final : public Fabric {
   std::uint64_t post(const Message& m) override;
   const Message& message(std::uint64_t id) const override { return log_[id]; }
   void set_listener(CompletionListener* listener) override { log_.listener = listener; }
-  bool pipelines() const override { return true; }
+  PipelinePort* pipelines() override { return this; }
   std::uint64_t post_pipeline(std::span<const Message> members, Bytes bytes, double rate_cap,
                               Time floor, Time tail) override;
   Time path_latency(const Message& m) override { return connection_route(m).latency; }

@@ -16,14 +16,6 @@ std::uint64_t pack(std::uint32_t hi, std::uint32_t lo) {
 }
 }  // namespace
 
-std::uint64_t TransferPort::post_pipeline(std::span<const Message>, Bytes, double, Time, Time) {
-  throw std::logic_error("this fabric backend runs no pipelines (flow level only)");
-}
-
-Time TransferPort::path_latency(const Message&) {
-  return Time::zero();
-}
-
 Time CollectiveResult::finish() const {
   Time t = start;
   for (Time f : rank_finish) t = std::max(t, f);
@@ -316,7 +308,7 @@ class CollectiveEngine::Builder {
   double hop_seconds(const Conn& k, std::uint64_t bytes, bool reduce) const {
     return op_seconds(k, bytes, reduce) +
            (k.local ? 0.0 : e_.proxy_delay(run_.result.proto).seconds()) +
-           e_.port_.path_latency(k.address).seconds();
+           e_.port_.pipelines()->path_latency(k.address).seconds();
   }
   static Time seconds(double s) {
     return Time::from_ps(static_cast<Time::rep>(std::llround(s * 1e12)));
@@ -591,9 +583,11 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
   Time local_copy{};
   if (n == 1 && gpu_.hbm.bps() > 0)
     local_copy = tx_time(Bytes(static_cast<Bytes::rep>(2 * req.bytes)), gpu_.hbm);
-  r.streamed = n == 1 || (port_.pipelines() && (exec_.granularity == Granularity::kStreams ||
-                                                (exec_.granularity == Granularity::kAuto &&
-                                                 primitives(run, req) > exec_.stream_above)));
+  r.streamed =
+      n == 1 ||
+      (port_.pipelines() != nullptr &&
+       (exec_.granularity == Granularity::kStreams ||
+        (exec_.granularity == Granularity::kAuto && primitives(run, req) > exec_.stream_above)));
   Builder(*this, run, comms_[comm].layout, r.channels).build(req, r.streamed);
   run.op_done.assign(run.ops.size(), false);
   run.streams_left = static_cast<std::uint32_t>(run.streams.size());
@@ -641,7 +635,7 @@ void CollectiveEngine::on_start(std::uint64_t id) {
     for (std::uint32_t p = 0; p < run.pipelines.size(); ++p) {
       const Pipeline& pl = run.pipelines[p];
       const std::uint64_t mid =
-          port_.post_pipeline(pl.members, pl.bytes, pl.rate_cap, pl.floor, pl.tail);
+          port_.pipelines()->post_pipeline(pl.members, pl.bytes, pl.rate_cap, pl.floor, pl.tail);
       messages_.emplace(mid, std::make_pair(static_cast<std::uint32_t>(id), kPipelineBit | p));
     }
     return;

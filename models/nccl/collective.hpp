@@ -89,6 +89,24 @@ struct CommLayout {
 };
 
 // What the engine needs of a fabric backend (packet level now, flow level later).
+// What a fabric that runs pipelines offers (the flow level): one fluid flow standing for
+// connections whose transfers are coupled so that all move at one rate (the connections of a
+// ring or tree channel, tied together by credits). Each member moves `bytes`; the common rate
+// is max-min fair over every resource the members' routes cross (a resource crossed by k
+// members is used k times) and at most `rate_cap` bytes/s. It completes like a message (the id
+// returned) at max(its bytes drained, start + floor) + tail.
+class PipelinePort {
+ public:
+  virtual std::uint64_t post_pipeline(std::span<const Message> members, Bytes bytes,
+                                      double rate_cap, Time floor, Time tail) = 0;
+  // The latency of a message's route (propagation, switching, store and forward of its last
+  // packet), for a pipeline's fill.
+  virtual Time path_latency(const Message& m) = 0;
+
+ protected:
+  ~PipelinePort() = default;
+};
+
 class TransferPort {
  public:
   virtual std::uint32_t open_connection() = 0;
@@ -96,19 +114,8 @@ class TransferPort {
   virtual std::uint64_t post(const Message& m) = 0;
   virtual const Message& message(std::uint64_t id) const = 0;
   virtual void set_listener(CompletionListener* listener) = 0;
-
-  // Optional (the flow level offers it): a pipeline, one fluid flow standing for connections
-  // whose transfers are coupled so that all move at one rate (the connections of a ring or
-  // tree channel, tied together by credits). Each member moves `bytes`; the common rate is
-  // max-min fair over every resource the members' routes cross (a resource crossed by k
-  // members is used k times) and at most `rate_cap` bytes/s. It completes like a message (the
-  // id returned) at max(its bytes drained, start + floor) + tail.
-  virtual bool pipelines() const { return false; }
-  virtual std::uint64_t post_pipeline(std::span<const Message> members, Bytes bytes,
-                                      double rate_cap, Time floor, Time tail);
-  // The latency of a message's route (propagation, switching, store and forward of its last
-  // packet), for a pipeline's fill.
-  virtual Time path_latency(const Message& m);
+  // The fabric's pipelines, if it runs them (null: every transfer is a message).
+  virtual PipelinePort* pipelines() { return nullptr; }
 
  protected:
   ~TransferPort() = default;
@@ -212,7 +219,7 @@ class CollectiveEngine final : public CompletionListener {
     std::uint32_t pending = 0;  // copy timer + in-server sends still to land
     std::int32_t partner = -1;  // stream to poke when one of its ops finishes
   };
-  // One pipeline of a streamed collective (TransferPort::post_pipeline's arguments).
+  // One pipeline of a streamed collective (PipelinePort::post_pipeline's arguments).
   struct Pipeline {
     std::vector<Message> members;
     Bytes bytes{};
