@@ -73,6 +73,8 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
     rx_payload_.push_back(&sim.probes().counter(g[nic].name + ".rx_payload_bytes"));
     rx_messages_.push_back(&sim.probes().counter(g[nic].name + ".rx_messages"));
   }
+  // The links' tx_bytes are derived from the bytes each resource carried, when read.
+  sim.probes().set_refresher(this, [this] { refresh_counters(); });
 }
 
 void FlowNetwork::name_resource(MaxMinSolver::Res r, std::string layer, std::string name,
@@ -84,11 +86,15 @@ void FlowNetwork::name_resource(MaxMinSolver::Res r, std::string layer, std::str
   info.name = std::move(name);
 }
 
-void FlowNetwork::add_carried(MaxMinSolver::Res r, std::uint64_t bytes) {
-  res_bytes_[r] += bytes;
-  if (Counter* c = res_info_[r].tx_bytes)
-    c->value = static_cast<std::uint64_t>(
-        std::llround(static_cast<double>(res_bytes_[r]) * res_info_[r].wire_per_payload));
+FlowNetwork::~FlowNetwork() {
+  sim_.probes().clear_refresher(this);
+}
+
+void FlowNetwork::refresh_counters() const {
+  for (MaxMinSolver::Res r = 0; r < res_info_.size(); ++r)
+    if (Counter* c = res_info_[r].tx_bytes)
+      c->value = static_cast<std::uint64_t>(
+          std::llround(static_cast<double>(res_bytes_[r]) * res_info_[r].wire_per_payload));
 }
 
 void FlowNetwork::for_each_link(const std::function<void(const Link&)>& f) const {
@@ -454,6 +460,7 @@ std::uint64_t FlowNetwork::post_pipeline(std::span<const Message> members, Bytes
   const std::uint32_t f = start_flow(id, scratch_, tail);
   flows_[f].cap = cap;
   flows_[f].queued = false;
+  flows_[f].rx_nics.reserve(members.size());
   for (const Message& member : members)
     if (member.src != member.dst && !inside_server(member)) flows_[f].rx_nics.push_back(member.dst);
   flows_[f].not_before = sim_.now() + floor;
@@ -519,7 +526,7 @@ void FlowNetwork::on_drain(std::uint64_t f) {
   const std::uint64_t id = flow.message;
   if (flow.var != UINT32_MAX) {
     for (const auto r : solver_.resources(flow.var))
-      add_carried(r, static_cast<std::uint64_t>(log_[id].size.count()));
+      res_bytes_[r] += static_cast<std::uint64_t>(log_[id].size.count());
     solver_.remove_variable(flow.var);
     request_update();
   }

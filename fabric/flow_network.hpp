@@ -39,6 +39,7 @@ class FlowNetwork final : public Fabric, public PipelinePort {
               const NetworkParams& params, const FlowEfficiency& efficiency = {});
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;
+  ~FlowNetwork() override;
 
   std::uint32_t open_connection() override;
   std::uint64_t post(const Message& m) override;
@@ -160,8 +161,8 @@ class FlowNetwork final : public Fabric, public PipelinePort {
   };
   // Names resource `r` as the packet model names its port and registers its counter.
   void name_resource(MaxMinSolver::Res r, std::string layer, std::string name, Bandwidth line_rate);
-  // Adds `bytes` of payload to resource `r` and its wire-byte counter.
-  void add_carried(MaxMinSolver::Res r, std::uint64_t bytes);
+  // Sets every link's tx_bytes counter from the payload its resource carried.
+  void refresh_counters() const;
   // Per endpoint: what its NIC received from the network (as the packet model's NIC counts).
   std::vector<Counter*> rx_payload_, rx_messages_;
   std::vector<TransportError> no_errors_;

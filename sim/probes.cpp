@@ -47,7 +47,17 @@ Gauge& ProbeRegistry::gauge(const std::string& name) {
   return g;
 }
 
+void ProbeRegistry::set_refresher(const void* owner, std::function<void()> refresh) {
+  clear_refresher(owner);
+  refreshers_.emplace_back(owner, std::move(refresh));
+}
+
+void ProbeRegistry::clear_refresher(const void* owner) {
+  std::erase_if(refreshers_, [owner](const auto& r) { return r.first == owner; });
+}
+
 std::vector<ProbeRegistry::NamedCounter> ProbeRegistry::counters() const {
+  for (const auto& [owner, refresh] : refreshers_) refresh();
   std::vector<NamedCounter> out;
   out.reserve(counters_.size());
   for (const auto& [name, c] : counters_) out.push_back({name, c->value});

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -43,8 +44,12 @@ class ProbeRegistry {
     std::string_view name;
     std::uint64_t value;
   };
-  // Counters in name order (deterministic output).
+  // Counters in name order (deterministic output). Refreshers run first.
   std::vector<NamedCounter> counters() const;
+  // A model whose counters are derived from its own state (computed when read, not on the hot
+  // path) registers a refresher that brings them up to date; it must clear it before it dies.
+  void set_refresher(const void* owner, std::function<void()> refresh);
+  void clear_refresher(const void* owner);
   // Gauge names matching any pattern, in name order, with their gauges.
   std::vector<std::pair<std::string, const Gauge*>> gauges_matching(
       const std::vector<std::string>& patterns) const;
@@ -55,6 +60,7 @@ class ProbeRegistry {
   std::deque<Gauge> gauge_store_;
   std::map<std::string, Counter*, std::less<>> counters_;
   std::map<std::string, Gauge*, std::less<>> gauges_;
+  std::vector<std::pair<const void*, std::function<void()>>> refreshers_;
 };
 
 // Samples the selected gauges every `interval` while the simulation has model work pending; its
