@@ -52,3 +52,18 @@ TEST(Probes, SamplerRecordsSelectedGaugesOnlyWhileTheModelHasWork) {
   EXPECT_EQ(sampler.values()[0], (std::vector<double>{0, 0, 3, 3}));
   EXPECT_EQ(sim.now(), 35_ns);
 }
+
+TEST(Probes, RefreshersBringDerivedCountersUpToDateWhenRead) {
+  ProbeRegistry probes;
+  Counter& derived = probes.counter("link.tx_bytes");
+  std::uint64_t state = 0;
+  int owner = 0;
+  probes.set_refresher(&owner, [&] { derived.value = state * 2; });
+  state = 21;
+  EXPECT_EQ(probes.counters().front().value, 42u);  // computed on read, not when state moved
+  probes.set_refresher(&owner, [&] { derived.value = state; });  // replaces, never stacks
+  EXPECT_EQ(probes.counters().front().value, 21u);
+  probes.clear_refresher(&owner);
+  state = 5;
+  EXPECT_EQ(probes.counters().front().value, 21u);  // cleared: the value stays as last set
+}
