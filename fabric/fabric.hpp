@@ -9,8 +9,10 @@
 //   <nic>.rx_payload_bytes       payload a NIC received from the network
 //   <nic>.rx_messages            messages a NIC received in full
 // Port names are the packet model's: "<switch>.port<p>", "<nic>.nic", "<from>><to>" inside a
-// server, "<cpu>.memory". Counters only the packet level has (PFC pauses, ECN marks, drops,
-// retransmissions, queue gauges) are absent at flow level, so a sum over them is 0 there.
+// server, "<cpu>.memory"; the flow level adds one NVLink bundle per GPU and direction,
+// "<gpu>.nvlink_out" / "_in", where the packet level has a port per NVLink. Counters only the
+// packet level has (PFC pauses, ECN marks, drops, retransmissions, queue gauges) are absent at
+// flow level, so a sum over them is 0 there.
 // Above this header nothing needs to know which fidelity runs: the bottleneck summary below,
 // the monitor's and the report's counters read the same names from either.
 
