@@ -33,7 +33,7 @@ double CollectiveResult::mean_us() const {
 class CollectiveEngine::Builder {
  public:
   Builder(CollectiveEngine& engine, Run& run, const CommLayout& layout, int channels)
-      : e_(engine), run_(run), layout_(layout), channels_(channels) {}
+      : e_(engine), run_(run), layout_(layout), channels_(channels), chunker_(run.sizing) {}
 
   // Primitives per slice, or (streamed) one pipeline per channel and per sender for point
   // to point.
@@ -117,30 +117,6 @@ class CollectiveEngine::Builder {
     return it->second;
   }
 
-  // Per loop of a ring channel carrying `bytes`, the bytes of each rank's chunk: the loop moves
-  // n chunks, the last loop what is left, split evenly (at least 1 byte).
-  std::vector<std::uint64_t> ring_chunks(std::uint64_t bytes, std::uint32_t n) const {
-    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
-    std::vector<std::uint64_t> out;
-    std::uint64_t offset = 0;
-    do {
-      out.push_back(std::max<std::uint64_t>(1, std::min(chunk, (bytes - offset + n - 1) / n)));
-      offset += out.back() * n;
-    } while (offset < bytes);
-    return out;
-  }
-
-  // Slices of one chunk of `real` bytes.
-  std::vector<std::uint64_t> slices(std::uint64_t real) const {
-    const auto slice =
-        static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run_.sizing.slice.count()));
-    std::vector<std::uint64_t> out;
-    for (std::uint64_t done = 0; done < real; done += slice)
-      out.push_back(std::min(slice, real - done));
-    if (out.empty()) out.push_back(0);
-    return out;
-  }
-
   void ring(int c, std::uint64_t bytes, CollOp op_kind) {
     const CommChannel& ch = channel(c);
     const auto n = static_cast<std::uint32_t>(ch.ring.size());
@@ -149,8 +125,8 @@ class CollectiveEngine::Builder {
     std::vector<std::uint32_t> out(n);  // connection ring[i] -> ring[i+1]
     for (std::uint32_t i = 0; i < n; ++i)
       out[i] = conn(c, ch.ring[i], ch.ring[(i + 1) % n], 0, s[i], s[(i + 1) % n]);
-    for (const std::uint64_t real : ring_chunks(bytes, n)) {
-      const auto sl = slices(real);
+    for (const std::uint64_t real : chunker_.chunks(bytes, n)) {
+      const auto sl = chunker_.slices(real);
       for (std::uint32_t i = 0; i < n; ++i) {
         const std::uint32_t in = out[(i + n - 1) % n], to = out[i];
         // Step 0 sends the rank's own chunk; then steps that receive, combine and forward.
@@ -194,17 +170,13 @@ class CollectiveEngine::Builder {
     for (std::uint32_t i = 0; i < n; ++i) s[i] = stream(order[i]);
     for (std::uint32_t i = 0; i + 1 < n; ++i)
       out[i] = conn(c, order[i], order[i + 1], 0, s[i], s[i + 1]);
-    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
-    std::uint64_t offset = 0;
-    do {
-      const std::uint64_t real = std::max<std::uint64_t>(1, std::min(chunk, bytes - offset));
-      for (auto b : slices(real)) {
+    for (const std::uint64_t real : chunker_.chunks(bytes)) {
+      for (auto b : chunker_.slices(real)) {
         op(s[0], {}, {out[0]}, b, false);
         for (std::uint32_t i = 1; i + 1 < n; ++i) op(s[i], {out[i - 1]}, {out[i]}, b, reduce);
         op(s[n - 1], {out[n - 2]}, {}, b, reduce);
       }
-      offset += real;
-    } while (offset < bytes);
+    }
     commit();
   }
 
@@ -218,10 +190,7 @@ class CollectiveEngine::Builder {
       run_.streams[down[r]].partner = -1;
       run_.streams[up[r]].partner = static_cast<std::int32_t>(down[r]);
     }
-    const auto chunk = static_cast<std::uint64_t>(run_.sizing.chunk.count());
-    std::uint64_t offset = 0;
-    do {
-      const std::uint64_t b = std::max<std::uint64_t>(1, std::min(chunk, bytes - offset));
+    for (const std::uint64_t b : chunker_.chunks(bytes)) {
       for (std::uint32_t r = 0; r < n; ++r) {
         std::vector<std::uint32_t> from_children, to_children;
         for (std::int32_t child : ch.tree_down[r]) {
@@ -246,8 +215,7 @@ class CollectiveEngine::Builder {
                                down[static_cast<std::uint32_t>(parent)], down[r]));
         op(down[r], recvs, to_children, b, false, parent < 0 ? up_op : -1);
       }
-      offset += b;
-    } while (offset < bytes);
+    }
     commit();
   }
 
@@ -335,11 +303,6 @@ class CollectiveEngine::Builder {
     run_.pipelines.push_back(std::move(p));
   }
 
-  std::uint64_t slice_of(std::uint64_t real) const {
-    return std::min<std::uint64_t>(
-        real, static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run_.sizing.slice.count())));
-  }
-
   // Ring: every rank sends from the first step on (its own chunk), so there is no fill; the
   // steps of a rank are coupled to its predecessor's previous step, so the ring takes at least
   // its steps' latencies one after the other (floor: steps x hop, latency-bound sizes), and
@@ -355,11 +318,11 @@ class CollectiveEngine::Builder {
     const std::uint32_t sends = all_reduce ? 2 * (n - 1) : n - 1;
     const std::uint32_t reduces = all_reduce || op_kind == CollOp::kReduceScatter ? n - 1 : 0;
     const std::uint32_t copies = (all_reduce ? 2 * n - 1 : n) - reduces;
-    const auto chunks = ring_chunks(bytes, n);
+    const auto chunks = chunker_.chunks(bytes, n);
     const std::uint64_t data =
         std::accumulate(chunks.begin(), chunks.end(), std::uint64_t{0}) * sends;
     const std::uint64_t steps = chunks.size() * sends;
-    const std::uint64_t slice = slice_of(chunks.front());
+    const std::uint64_t slice = chunker_.first_slice(chunks.front());
     // The slowest rank's block bounds the ring: per slice of every step it runs `reduces`
     // reductions and `copies` copies (the last a receive), sending `sends` slices.
     double block = 0, hop = 0;
@@ -385,8 +348,7 @@ class CollectiveEngine::Builder {
     std::vector<std::uint32_t> out(n - 1);
     for (std::uint32_t i = 0; i + 1 < n; ++i)
       out[i] = conn(c, order[i], order[i + 1], 0, order[i], order[i + 1]);
-    const std::uint64_t slice = slice_of(std::max<std::uint64_t>(
-        1, std::min<std::uint64_t>(bytes, static_cast<std::uint64_t>(run_.sizing.chunk.count()))));
+    const std::uint64_t slice = chunker_.first_slice(chunker_.first_chunk(bytes));
     double block = 0, fill = 0;
     for (const std::uint32_t k : out) {
       block = std::max(block, op_seconds(run_.conns[k], slice, reduce));
@@ -401,8 +363,7 @@ class CollectiveEngine::Builder {
   void stream_tree(int c, std::uint64_t bytes) {
     const CommChannel& ch = channel(c);
     const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
-    const std::uint64_t b = std::max<std::uint64_t>(
-        1, std::min<std::uint64_t>(bytes, static_cast<std::uint64_t>(run_.sizing.chunk.count())));
+    const std::uint64_t b = chunker_.first_chunk(bytes);
     std::vector<std::uint32_t> members, up_of(n, UINT32_MAX), down_of(n, UINT32_MAX);
     // Connections opened in the order the primitives' builder opens them (children first),
     // so that both give every edge the same queue pair, hence the same ECMP path.
@@ -502,6 +463,7 @@ class CollectiveEngine::Builder {
   Run& run_;
   const CommLayout& layout_;
   int channels_;
+  const Chunker chunker_;                                    // every cut of this run's bytes
   std::map<std::uint32_t, std::vector<std::uint32_t>> ops_;  // stream -> its ops, in order
   std::size_t first_op_ = 0;
   std::uint32_t first_stream_ = 0;
@@ -611,16 +573,16 @@ std::uint64_t CollectiveEngine::primitives(const Run& run, const CollectiveReque
     const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
     return pairs * 2 * std::max<std::uint64_t>(1, ceil_div(per_pair, kP2pChunkOther));
   }
-  const auto chunk = static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run.sizing.chunk.count()));
-  const auto slice = static_cast<std::uint64_t>(std::max<Bytes::rep>(1, run.sizing.slice.count()));
+  const Chunker chunker(run.sizing);
   const std::uint64_t per_channel = std::max<std::uint64_t>(1, req.bytes / nc);
   if (req.op == CollOp::kAllReduce && run.result.algo == Algo::kTree)
-    return nc * n * 2 * ceil_div(per_channel, chunk);
+    return nc * n * 2 * chunker.chunk_count(per_channel);
   if (req.op == CollOp::kBroadcast || req.op == CollOp::kReduce)
-    return nc * n * ceil_div(per_channel, slice);
+    return nc * n * chunker.slice_count(per_channel);
   const std::uint64_t steps = req.op == CollOp::kAllReduce ? 2 * n - 1 : n;
-  const std::uint64_t loops = ceil_div(per_channel, n * chunk);
-  const std::uint64_t slices = ceil_div(std::min(chunk, ceil_div(per_channel, n)), slice);
+  const auto ranks = static_cast<std::uint32_t>(n);
+  const std::uint64_t loops = chunker.chunk_count(per_channel, ranks);
+  const std::uint64_t slices = chunker.slice_count(chunker.first_chunk(per_channel, ranks));
   return nc * n * steps * loops * slices;
 }
 

@@ -261,6 +261,45 @@ StepSizing step_sizing(CollOp op, Algo algo, Proto proto, const NcclConfig& cfg)
   return s;
 }
 
+Chunker::Chunker(const StepSizing& sizing)
+    : chunk_(static_cast<std::uint64_t>(std::max<Bytes::rep>(1, sizing.chunk.count()))),
+      slice_(static_cast<std::uint64_t>(std::max<Bytes::rep>(1, sizing.slice.count()))) {}
+
+std::vector<std::uint64_t> Chunker::chunks(std::uint64_t bytes, std::uint32_t ranks) const {
+  std::vector<std::uint64_t> out;
+  std::uint64_t offset = 0;
+  do {
+    out.push_back(first_chunk(bytes - offset, ranks));
+    offset += out.back() * ranks;
+  } while (offset < bytes);
+  return out;
+}
+
+std::uint64_t Chunker::first_chunk(std::uint64_t bytes, std::uint32_t ranks) const {
+  return std::max<std::uint64_t>(1, std::min(chunk_, (bytes + ranks - 1) / ranks));
+}
+
+std::vector<std::uint64_t> Chunker::slices(std::uint64_t chunk_bytes) const {
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t done = 0; done < chunk_bytes; done += slice_)
+    out.push_back(std::min(slice_, chunk_bytes - done));
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+std::uint64_t Chunker::first_slice(std::uint64_t chunk_bytes) const {
+  return std::min(slice_, chunk_bytes);
+}
+
+std::uint64_t Chunker::chunk_count(std::uint64_t bytes, std::uint32_t ranks) const {
+  // Every loop but the last moves ranks x chunk; the last moves the rest.
+  return (bytes + ranks * chunk_ - 1) / (ranks * chunk_);
+}
+
+std::uint64_t Chunker::slice_count(std::uint64_t chunk_bytes) const {
+  return (chunk_bytes + slice_ - 1) / slice_;
+}
+
 int channels_for_size(int channels, Proto proto, std::uint64_t bytes) {
   const std::uint64_t per_channel = proto == Proto::kSimple ? 64 * 512
                                     : proto == Proto::kLL   ? 8 * 512

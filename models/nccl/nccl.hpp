@@ -137,6 +137,30 @@ struct StepSizing {
 };
 StepSizing step_sizing(CollOp op, Algo algo, Proto proto, const NcclConfig& cfg);
 
+// The one place a collective's bytes are cut into chunks and slices, from its StepSizing (so
+// NCCL_BUFFSIZE reaches every algorithm through here). NCCL's device loops (prims in
+// src/device/*.h) move a channel's bytes in loops of `ranks` chunks (a ring: one per rank;
+// chains and trees: 1), each chunk at most `chunk` bytes, the last loop what is left split
+// evenly; a chunk moves as slices of at most `slice` bytes. Every cut is at least one byte.
+class Chunker {
+ public:
+  explicit Chunker(const StepSizing& sizing);
+  // Per loop over `bytes`, the bytes of each rank's chunk.
+  std::vector<std::uint64_t> chunks(std::uint64_t bytes, std::uint32_t ranks = 1) const;
+  // The first (largest) of those chunks.
+  std::uint64_t first_chunk(std::uint64_t bytes, std::uint32_t ranks = 1) const;
+  // The slices of one chunk of `chunk_bytes` (one empty slice for an empty chunk).
+  std::vector<std::uint64_t> slices(std::uint64_t chunk_bytes) const;
+  // The first (largest) slice of a chunk.
+  std::uint64_t first_slice(std::uint64_t chunk_bytes) const;
+  // How many loops chunks() makes and slices() cuts, without cutting them (bytes >= 1).
+  std::uint64_t chunk_count(std::uint64_t bytes, std::uint32_t ranks = 1) const;
+  std::uint64_t slice_count(std::uint64_t chunk_bytes) const;
+
+ private:
+  std::uint64_t chunk_, slice_;  // each at least 1
+};
+
 // NCCL's per-thread thresholds shrink the channel count for small operations (enqueue.cc:
 // while nBytes < nc x nthreads x threshold and nc > 1: nc--): Simple 64 B/thread x 512
 // threads, LL 8 x 512, LL128 8 x 640.
