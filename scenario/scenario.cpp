@@ -238,10 +238,10 @@ void read_nic(ConfigReader& nic, Scenario& s) {
     if (!tcp && nic.has("tcp")) t.error("congestion", "applies only to nic.transport = \"tcp\"");
     const bool dctcp = t.choice("congestion", "newreno", {"newreno", "dctcp"}) == "dctcp";
     if (tcp) n.congestion = dctcp ? &kDctcp : &kNewReno;
-    n.tcp.initial_window =
-        static_cast<int>(t.integer("initial_window", n.tcp.initial_window, 1, 1 << 16));
+    n.newreno.initial_window =
+        static_cast<int>(t.integer("initial_window", n.newreno.initial_window, 1, 1 << 16));
     n.tcp.min_rto = t.time("min_rto", n.tcp.min_rto, false);
-    n.tcp.dctcp_g = t.real("dctcp_g", n.tcp.dctcp_g, 0.0, 1.0);
+    n.dctcp.g = t.real("dctcp_g", n.dctcp.g, 0.0, 1.0);
     n.tcp.host_latency = t.time("host_latency", n.tcp.host_latency, true);
     t.finish();
   }

@@ -46,7 +46,7 @@ class DctcpCc final : public NewRenoCc {
 
 const CcAlgorithm kDctcp{
     "dctcp", [](const RdmaConfig& cfg, CcHost&, double) -> std::unique_ptr<CongestionControl> {
-      return std::make_unique<DctcpCc>(cfg.tcp.initial_window, cfg.tcp.dctcp_g);
+      return std::make_unique<DctcpCc>(cfg.newreno.initial_window, cfg.dctcp.g);
     }};
 
 }  // namespace fabricsim

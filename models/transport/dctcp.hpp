@@ -9,6 +9,10 @@
 
 namespace fabricsim {
 
+struct DctcpConfig {
+  double g = 1.0 / 16;  // RFC 8257 section 4.2
+};
+
 extern const CcAlgorithm kDctcp;
 
 }  // namespace fabricsim

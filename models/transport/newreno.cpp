@@ -44,7 +44,7 @@ void NewRenoCc::on_timeout(std::uint32_t slot) {
 
 const CcAlgorithm kNewReno{
     "newreno", [](const RdmaConfig& cfg, CcHost&, double) -> std::unique_ptr<CongestionControl> {
-      return std::make_unique<NewRenoCc>(cfg.tcp.initial_window);
+      return std::make_unique<NewRenoCc>(cfg.newreno.initial_window);
     }};
 
 }  // namespace fabricsim

@@ -15,6 +15,10 @@
 
 namespace fabricsim {
 
+struct NewRenoConfig {
+  int initial_window = 10;  // packets: RFC 6928's initial window, Linux's default
+};
+
 class NewRenoCc : public CongestionControl {
  public:
   explicit NewRenoCc(double initial_window) : initial_window_(initial_window) {}

@@ -32,6 +32,7 @@
 
 #include "models/transport/congestion_control.hpp"
 #include "models/transport/dcqcn.hpp"
+#include "models/transport/dctcp.hpp"
 #include "models/transport/reliability.hpp"
 #include "net/message.hpp"
 #include "net/port.hpp"
@@ -49,12 +50,11 @@ struct PacketFormat {
 // (NewReno or DCTCP: models/transport/newreno.hpp, dctcp.hpp).
 // The receiver keeps out-of-order segments and ACKs every segment cumulatively (echoing CE).
 // The kernel stack's per-message CPU time `host_latency` delays the start at the sender and
-// the completion at the receiver.
+// the completion at the receiver. The window's own parameters are the congestion control's
+// (RdmaConfig::newreno, RdmaConfig::dctcp).
 struct TcpConfig {
-  int initial_window = 10;                        // RFC 6928's initial window, Linux's default
   Time min_rto = Time::from_ps(200'000'000'000);  // 200 ms, Linux's TCP_RTO_MIN
-  double dctcp_g = 1.0 / 16;
-  Time host_latency = Time::from_ps(5'000'000);  // 5 us: an estimate, configurable
+  Time host_latency = Time::from_ps(5'000'000);   // 5 us: an estimate, configurable
 };
 
 enum class Transport { kRdma, kTcp };
@@ -86,6 +86,8 @@ struct RdmaConfig {
   // loader sets it from nic.dcqcn.enabled/variant (RDMA) or nic.tcp.congestion (TCP).
   const CcAlgorithm* congestion = &kNoCongestionControl;
   DcqcnConfig dcqcn{};
+  NewRenoConfig newreno{};  // TCP's window (NewReno and DCTCP)
+  DctcpConfig dctcp{};
 };
 
 // A NIC's send engine (RdmaConfig::message_rate_mpps), at both fidelity levels: it takes the
