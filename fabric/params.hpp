@@ -3,8 +3,8 @@
 // the packet and flow networks read them. Kept apart from the runtime classes so that the
 // scenario needs no simulation header.
 
-#include "models/switch/switch.hpp"
-#include "models/transport/nic.hpp"
+#include "models/switch/config.hpp"
+#include "models/transport/config.hpp"
 #include "topo/host_paths.hpp"
 #include "topo/routing.hpp"
 

@@ -7,6 +7,7 @@
 
 #include "models/transport/dcqcn_paper.hpp"
 #include "models/transport/dctcp.hpp"
+#include "net/port.hpp"
 #include "topo/nccl_xml.hpp"
 
 namespace fabricsim {
