@@ -73,7 +73,7 @@ int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
   Scenario s = load_scenario(c.scenario);
   if (!c.fidelity.empty()) s.fidelity = c.fidelity == "flow" ? Fidelity::kFlow : Fidelity::kPacket;
   std::vector<std::string> notes;
-  const Validation v = validate(s, set.collectives, set, c.holdout, c.fit, notes);
+  const Validation v = validate(s, set, c.holdout, c.fit, notes);
   print_notes(notes, err);
   err << direct_estimates_text(v.direct);
   if (v.held_rows > 0)

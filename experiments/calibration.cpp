@@ -486,18 +486,17 @@ ValidationErrors errors_of(const std::vector<Measurement>& ms, const std::vector
 
 }  // namespace
 
-Validation validate(Scenario s, const std::vector<Measurement>& measurements,
-                    const MeasurementSet& evidence, double holdout,
+Validation validate(Scenario s, const MeasurementSet& set, double holdout,
                     const std::vector<std::string>& fit_keys, std::vector<std::string>& notes) {
   if (holdout < 0 || holdout >= 1)
     throw std::invalid_argument("--holdout must be a fraction in [0, 1)");
   Validation v;
-  const Split parts = holdout_split(measurements, holdout);
+  const Split parts = holdout_split(set.collectives, holdout);
   v.fit_rows = parts.fit.size();
   v.held_rows = parts.held.size();
   const BuiltCluster cluster(s);  // neither calibration nor fidelity changes the topology
   if (!parts.held.empty()) {
-    v.direct = apply_direct_estimates(s, evidence, notes);
+    v.direct = apply_direct_estimates(s, set, notes);
     // Fit on the rest, then judge on what the fit did not see.
     const Calibration cal = calibrate(s, cluster, parts.fit, fit_keys);
     for (std::size_t i = 0; i < cal.params.size(); ++i) cal.params[i].set(s, cal.fit.values[i]);

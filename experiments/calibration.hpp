@@ -162,12 +162,11 @@ struct Validation {
   std::vector<ValidationRow> rows;  // the fit rows, then the held-out ones
   ValidationErrors judged;          // over the held-out rows, or all rows when none are
 };
-// Holds out `holdout` of `measurements` (holdout_split), calibrates `s` on the rest (direct
-// estimates from `evidence` first, then the fit of `fit_keys`) and simulates every row; with
-// nothing held out, the scenario is judged as it is. Notes of the direct estimates go to
-// `notes`. Throws std::invalid_argument for a fraction outside [0, 1).
-Validation validate(Scenario s, const std::vector<Measurement>& measurements,
-                    const MeasurementSet& evidence, double holdout,
+// Holds out `holdout` of the set's nccl-tests/perftest rows (holdout_split), calibrates `s` on
+// the rest (the set's direct estimates first, then the fit of `fit_keys`) and simulates every
+// row; with nothing held out, the scenario is judged as it is. Notes of the direct estimates go
+// to `notes`. Throws std::invalid_argument for a fraction outside [0, 1).
+Validation validate(Scenario s, const MeasurementSet& set, double holdout,
                     const std::vector<std::string>& fit_keys, std::vector<std::string>& notes);
 
 }  // namespace fabricsim

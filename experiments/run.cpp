@@ -73,10 +73,8 @@ std::unique_ptr<Fabric> make_fabric(Simulation& sim, const Scenario& s,
                                     const BuiltCluster& cluster) {
   if (s.fidelity == Fidelity::kPacket)
     return std::make_unique<PacketNetwork>(sim, cluster.topology, cluster.routing, s.network);
-  auto flow = std::make_unique<FlowNetwork>(sim, cluster.topology, cluster.routing, s.network,
-                                            s.flow_efficiency);
-  flow->set_recycle(true);
-  return flow;
+  return std::make_unique<FlowNetwork>(sim, cluster.topology, cluster.routing, s.network,
+                                       s.flow_efficiency);
 }
 
 BuiltCluster::BuiltCluster(const Scenario& scenario)
@@ -178,7 +176,6 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
         "the scenario has no [traffic] to run (`fabricsim nccl-tests` runs collectives on it)");
   Simulation sim(scenario.seed);
   const std::unique_ptr<Fabric> fabric = make_fabric(sim, scenario, cluster);
-  fabric->set_recycle(false);  // the message statistics read every message at the end
   fabric->messages().assign(generate_messages(
       scenario.traffic, static_cast<std::uint32_t>(cluster.topology.endpoints().size()),
       sim.rng()));

@@ -65,8 +65,7 @@ inline void fold_fingerprint(std::uint64_t& into, std::uint64_t fingerprint) {
   into = (into ^ fingerprint) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull;
 }
 
-// The fabric the scenario's fidelity asks for (packet or flow level; at flow level message
-// slots are recycled once reported, as the collective engine allows).
+// The fabric the scenario's fidelity asks for (packet or flow level).
 std::unique_ptr<Fabric> make_fabric(Simulation& sim, const Scenario& scenario,
                                     const BuiltCluster& cluster);
 

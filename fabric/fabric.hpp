@@ -57,10 +57,6 @@ class Fabric : public TransferPort {
   // Queue-pair errors (retry counter exceeded), in the order they happened; none at flow level.
   virtual const std::vector<TransportError>& errors() const = 0;
 
-  // Reuse a message's log slot once its completion has been reported (for consumers such as
-  // the collective engine that keep what they need; a run's message statistics need it off).
-  virtual void set_recycle(bool) {}
-
   // Watch the run: stop it on a PFC deadlock or when nothing is delivered for the timeout,
   // and say why (verdict). A flow-level fabric cannot stall (every active flow has a positive
   // max-min rate), so it has nothing to watch.

@@ -484,6 +484,7 @@ CollectiveEngine::CollectiveEngine(Simulation& sim, TransferPort& port, const Gp
       arrival_(sim.bind<&CollectiveEngine::on_arrival>(*this)),
       pipeline_done_(sim.bind<&CollectiveEngine::on_pipeline_done>(*this)) {
   port_.set_listener(this);
+  port_.set_recycle(true);  // the engine keeps what it needs of a completed message
 }
 
 std::uint32_t CollectiveEngine::add_communicator(CommLayout layout) {

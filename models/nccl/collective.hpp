@@ -114,6 +114,10 @@ class TransferPort {
   virtual std::uint64_t post(const Message& m) = 0;
   virtual const Message& message(std::uint64_t id) const = 0;
   virtual void set_listener(CompletionListener* listener) = 0;
+  // Reuse a message's log slot once its completion has been reported to the listener (the
+  // collective engine keeps what it needs and turns it on; a fabric may ignore it). Off by
+  // default: a run's message statistics read every message at the end.
+  virtual void set_recycle(bool) {}
   // The fabric's pipelines, if it runs them (null: every transfer is a message).
   virtual PipelinePort* pipelines() { return nullptr; }
 

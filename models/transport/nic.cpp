@@ -23,6 +23,7 @@ RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, MessageLog& log, std::dequ
       name_(name),
       cfg_(cfg),
       rel_(reliability_of(cfg)),
+      rto_(rel_.base_timeout(cfg_)),
       line_bps_(static_cast<double>(port.rate.bps())),
       port_(sim, pool, name + ".nic", port),
       start_(sim.bind<&RdmaNic::on_message_start>(*this)),

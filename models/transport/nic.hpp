@@ -180,7 +180,7 @@ class RdmaNic final : public PacketSink, public PortOwner, private CcHost {
   // Payload bytes of packet `psn` of the message `seg` (every packet full but its last).
   std::uint32_t payload_of(const SegmentRef& seg, std::uint32_t psn) const;
   // The ACK timer's base period (the transport's; Time::max(): never).
-  Time rto() const { return rel_.base_timeout(cfg_); }
+  Time rto() const { return rto_; }
   // The transports' rules act on the engine's state.
   friend class RcReliability;
   friend class TcpReliability;
@@ -194,6 +194,7 @@ class RdmaNic final : public PacketSink, public PortOwner, private CcHost {
   std::string name_;
   RdmaConfig cfg_;
   const Reliability& rel_;
+  Time rto_;  // rel_.base_timeout(cfg_), fixed: read on every packet sent
   HostSide* host_ = nullptr;
   double line_bps_;
   EgressPort port_;
