@@ -7,7 +7,7 @@
 namespace fabricsim {
 
 namespace {
-constexpr std::uint64_t kRtoTag = kCcTagLimit;  // kind 3 of the 2-bit timer kinds
+constexpr std::uint64_t kRtoTag = kCcTagLimit;  // the ACK timer: above every algorithm's tag
 static_assert(kRtoTag < (1u << 24));
 }  // namespace
 

@@ -2,9 +2,10 @@
 // A NIC's queue-pair engine, RoCEv2/InfiniBand reliable connection or TCP: one queue pair per
 // connection, messages cut into MTU packets with real per-packet overhead; ACK/NAK; go-back-N
 // retransmission with the IB local ACK timeout (TCP: NewReno's fast retransmit and RTO).
-// Congestion control is a separate seam (models/transport/congestion_control.hpp): the
-// engine paces each QP at the rate its algorithm sets and, for window-based ones, keeps at
-// most a window of packets outstanding.
+// Two seams: the transport's reliability rules (reliability.hpp; rc.cpp, tcp.cpp) and
+// congestion control (congestion_control.hpp): the engine paces each QP at the rate its
+// algorithm sets and, for window-based ones, keeps at most a window of packets outstanding.
+// The rules below are RC's as rc.cpp implements them.
 //
 // Sender: QPs with packets to send take turns (round robin); a QP sends at its rate RC
 // (the next packet may start wire_bytes/RC after the previous one started). A NAK (sequence
