@@ -183,60 +183,25 @@ MeasurementSet load_measurements(const std::filesystem::path& dir) {
 
 // ---------------------------------------------------------------- parameters
 
-namespace {
-
-constexpr const char* kProtos[] = {"ll", "ll128", "simple"};  // NcclConfig's protocol order
-constexpr const char* kLinks[] = {"nvlink", "pcie", "net"};   // and link-class order
-
-// The [nccl] table's latency a key names: launch_latency.<proto> or step_latency.<proto>_<link>
-// (const or not, as the config).
-template <class Config>
-auto nccl_latency(Config& c, const std::string& key) -> decltype(&c.launch_latency_us[0]) {
-  for (int p = 0; p < 3; ++p) {
-    if (key == fmt::format("nccl.launch_latency.{}", kProtos[p])) return &c.launch_latency_us[p];
-    for (int l = 0; l < 3; ++l)
-      if (key == fmt::format("nccl.step_latency.{}_{}", kProtos[p], kLinks[l]))
-        return &c.step_latency_us[p][l];
-  }
-  return nullptr;
-}
-
-// The scenario's plain number a key names (efficiencies, NCCL latencies in us, the NIC message
-// rate), else nullptr (const or not, as the scenario).
-template <class S>
-auto scenario_number(S& s, const std::string& key) -> decltype(&s.flow_efficiency.nvlink) {
-  if (key == "flow.efficiency_nvlink") return &s.flow_efficiency.nvlink;
-  if (key == "flow.efficiency_network") return &s.flow_efficiency.network;
-  if (key == "flow.efficiency_pcie") return &s.flow_efficiency.pcie;
-  if (key == "nic.message_rate_mpps") return &s.network.nic.message_rate_mpps;
-  return nccl_latency(s.nccl, key);
-}
-
-}  // namespace
-
-// Per link class: the flow level's bandwidth efficiency (beta) and NCCL's step latency per
-// protocol (alpha, the tuner's hwLat); per protocol the launch latency. The PCIe class only
-// carries collectives on servers without NVLink (GPU to GPU peer to peer): its efficiency is
-// usually set directly from fabricsim-bench's host copies, and fitted when asked for.
-//
-// The step latencies only separate from the launch latency with sweeps at several rank counts
-// on each link class (the time of a small operation is launch + steps x step latency, and the
-// steps grow with the ranks): they are fitted when asked for.
+// The schema's rows with a FitSpec (scenario/schema.cpp), in their fit order: per link class
+// the flow level's bandwidth efficiency (beta) and NCCL's step latency per protocol (alpha, the
+// tuner's hwLat); per protocol the launch latency; the NIC's per-message overhead and rate.
+// The PCIe class only carries collectives on servers without NVLink (GPU to GPU peer to peer):
+// its efficiency is usually set directly from fabricsim-bench's host copies, and fitted when
+// asked for. The step latencies only separate from the launch latency with sweeps at several
+// rank counts on each link class (the time of a small operation is launch + steps x step
+// latency, and the steps grow with the ranks): they are fitted when asked for.
 std::vector<CalibrationParameter> calibration_parameters() {
-  using Use = CalibrationParameter::Use;
-  std::vector<CalibrationParameter> out = {{"flow.efficiency_nvlink", 0.05, 1.0, false},
-                                           {"flow.efficiency_network", 0.05, 1.0, false}};
-  for (const char* p : kProtos)
-    out.push_back({fmt::format("nccl.launch_latency.{}", p), 0.1, 1000, true});
-  out.push_back({"flow.efficiency_pcie", 0.05, 1.0, false, 0, Use::kOnRequest});
-  for (const char* p : kProtos)
-    for (const char* l : kLinks)
-      out.push_back(
-          {fmt::format("nccl.step_latency.{}_{}", p, l), 0.01, 1000, true, 0, Use::kOnRequest});
-  // From 0 by default: the fit starts at 1 us (it works on the parameter's logarithm).
-  out.push_back({"nic.message_overhead", 0.01, 100, true, 1.0, Use::kWithRdmaLatencyRows});
-  // From 0 (no limit) by default: the fit starts at 100 Mpps, 10 ns a message.
-  out.push_back({"nic.message_rate_mpps", 0.01, 1e5, false, 100, Use::kWithRdmaStreamRows});
+  std::vector<std::pair<int, CalibrationParameter>> ordered;
+  for (const auto& k : scenario_schema())
+    if (k.fit.use != FitSpec::Use::kNone)
+      ordered.push_back(
+          {k.fit.order,
+           {k.path, k.fit.min, k.fit.max, k.type == KeyType::kTime, k.fit.start, k.fit.use}});
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<CalibrationParameter> out;
+  for (auto& [order, p] : ordered) out.push_back(std::move(p));
   return out;
 }
 
@@ -273,10 +238,21 @@ std::vector<CalibrationParameter> calibration_parameters(const std::vector<std::
   return out;
 }
 
+namespace {
+
+// The number a calibration key sets (the schema's KeyNumber); a key without one is a
+// programming error.
+const KeyNumber& key_number(const std::string& key) {
+  const KeySpec* k = find_scenario_key(key);
+  if (k == nullptr || !k->number)
+    throw std::logic_error("scenario key " + key + " has no number calibration can set");
+  return k->number;
+}
+
+}  // namespace
+
 double CalibrationParameter::get(const Scenario& s) const {
-  if (const double* v = scenario_number(s, key)) return *v;
-  if (key == "nic.message_overhead") return s.network.nic.message_overhead.us();
-  throw std::logic_error("unknown calibration parameter " + key);
+  return key_number(key).get(s);
 }
 
 std::string CalibrationParameter::at_bound(double v) const {
@@ -289,26 +265,20 @@ std::string CalibrationParameter::at_bound(double v) const {
 }
 
 void CalibrationParameter::set(Scenario& s, double v) const {
-  if (double* p = scenario_number(s, key)) {
-    *p = v;
-  } else if (key == "nic.message_overhead") {
-    s.network.nic.message_overhead = Time::from_ps(static_cast<Time::rep>(std::llround(v * 1e6)));
-  } else {
-    throw std::logic_error("unknown calibration parameter " + key);
-  }
+  key_number(key).set(s, v);
 }
 
 // ---------------------------------------------------------------- direct estimates
 
 void DirectEstimate::apply(Scenario& s) const {
-  if (double* p = scenario_number(s, key)) *p = value;
-  if (key == "nccl.gpu_hbm")
-    s.gpu.hbm = Bandwidth::from_bps(static_cast<Bandwidth::rep>(std::llround(value * 8e9)));
+  key_number(key).set(s, value);
 }
 
 std::string DirectEstimate::toml_value() const {
-  return key == "nccl.gpu_hbm" ? fmt::format("\"{:.1f}GB/s\"", value)
-                               : fmt::format("{:.5f}", value);
+  // In the key's number unit (KeyNumber): GB/s for a bandwidth.
+  const KeySpec* k = find_scenario_key(key);
+  return k != nullptr && k->type == KeyType::kBandwidth ? fmt::format("\"{:.1f}GB/s\"", value)
+                                                        : fmt::format("{:.5f}", value);
 }
 
 double host_path_gbs(const ServerSpec& sv) {

@@ -22,6 +22,7 @@
 #include "experiments/run.hpp"
 #include "models/nccl/nccl.hpp"
 #include "scenario/scenario.hpp"
+#include "scenario/schema.hpp"
 #include "validation/fit.hpp"
 #include "validation/harness/bench_report.hpp"
 #include "validation/parsers.hpp"
@@ -61,7 +62,8 @@ struct MeasurementSet {
 // Throws validation::ParseError for a malformed file, std::invalid_argument for an empty set.
 MeasurementSet load_measurements(const std::filesystem::path& dir);
 
-// The calibrated parameters and how to apply them to a scenario.
+// A calibrated parameter: a schema row with a FitSpec (scenario/schema.hpp), and how to apply
+// it to a scenario (the row's KeyNumber).
 struct CalibrationParameter {
   std::string key;  // scenario key, e.g. "flow.efficiency_network"
   double min = 0, max = 0;
@@ -69,12 +71,8 @@ struct CalibrationParameter {
   double start = 0;      // where the fit starts when the scenario's value is below min
   // In the default set always, only with RDMA latency (bandwidth) rows, or only when named
   // (--fit).
-  enum class Use {
-    kDefault,
-    kWithRdmaLatencyRows,
-    kWithRdmaStreamRows,
-    kOnRequest
-  } use = Use::kDefault;
+  using Use = FitSpec::Use;
+  Use use = Use::kDefault;
   double get(const Scenario& s) const;
   void set(Scenario& s, double v) const;
   // What a fitted value at one of the bounds means ("" inside them): its uncertainty is not.

@@ -1,0 +1,1396 @@
+#include "scenario/schema.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "scenario/scenario.hpp"
+
+namespace fabricsim {
+
+namespace {
+
+using T = KeyType;
+using P = Presence;
+using Use = FitSpec::Use;
+
+KeyValue integer(std::int64_t v) {
+  return v;
+}
+KeyValue number(double v) {
+  return v;
+}
+KeyValue text(std::string v) {
+  return v;
+}
+
+// Calibration's unit for a time is µs.
+Time from_us(double us) {
+  return Time::from_ps(static_cast<Time::rep>(std::llround(us * 1e6)));
+}
+constexpr double kMaxInt = static_cast<double>(1LL << 50);
+
+const char* const kProtos[] = {"ll", "ll128", "simple"};
+const char* const kProtoNames[] = {"LL", "LL128", "Simple"};
+const char* const kLinks[] = {"nvlink", "pcie", "net"};
+
+std::vector<SectionSpec> make_sections() {
+  return {
+      {"", "Top level", "", ""},
+      {"simulation", "`[simulation]`", "", ""},
+      {"server", "`[server]` (optional)",
+       "Without it, every endpoint is a plain host with one NIC (`fabric.hosts` of them). With it, "
+       "the cluster is `count` servers and the endpoints are their NICs. A server written out in "
+       "TOML: each layout key (`gpu_name` … `nvlink_latency`) overrides the preset's (or the "
+       "imported file's) value, so a new server is a preset plus the keys that differ.",
+       "Presets: `dgx-a100` — 8 × A100-SXM4, 12 NVLink 3 links per GPU (2 to each of 6 "
+       "NVSwitches, 25 GB/s per link per direction), 4 PCIe Gen4 two-level switches with 2 GPUs + "
+       "2 NICs each, 8 × 200G NICs, 2 sockets. `dgx-h100` — 8 × H100-SXM5, 18 NVLink 4 links (5, "
+       "5, 4, 4 to 4 NVSwitches), PCIe Gen5, 8 × 400G NICs (PIX to their GPUs). `pcie-8gpu` — 8 "
+       "PCIe GPUs on 4 Gen4 switches, no NVLink, 4 × 100G NICs."},
+      {"fabric", "`[fabric]`", "",
+       "Switch names in probes and reports: `switch0` (star), `ring<i>`, `leaf<i>`/`spine<i>`, "
+       "`edge<i>`/`agg<i>`/`core<i>`; ports `<switch>.port<p>` in link build order. Endpoint "
+       "names: `host<i>`, or `server<s>.mlx5_<n>` with servers."},
+      {"nic", "`[nic]`",
+       "RDMA NICs (RoCEv2 reliable connection): one queue pair per message; see "
+       "`models/transport/nic.hpp` for the queue-pair engine and "
+       "`models/transport/congestion_control.hpp` for the congestion-control seam.",
+       ""},
+      {"nic.tcp", "`[nic.tcp]`",
+       "Plain Ethernet/TCP (with `nic.transport = \"tcp\"`): window-based congestion control on "
+       "a lossy class; headers default to 90 B (Eth + IPv4 + TCP with timestamps + FCS + "
+       "preamble + gap).",
+       ""},
+      {"nic.dcqcn", "`[nic.dcqcn]`",
+       "DCQCN reaction and notification point; names as mlxconfig prints them. Two variants of "
+       "the reaction point: `\"firmware\"` (ConnectX rules, `models/transport/dcqcn.hpp`) and "
+       "`\"paper\"` (the SIGCOMM 2015 algorithm with its byte counter, "
+       "`models/transport/dcqcn_paper.hpp`). Keys that only one variant has are refused for the "
+       "other.",
+       ""},
+      {"switch", "`[switch]`",
+       "Shared-buffer switches with PFC and ECN; see `models/switch/switch.hpp` for the buffer "
+       "maths.",
+       ""},
+      {"traffic", "`[traffic]` (optional)",
+       "The traffic `fabricsim run` sends; scenarios used only with `fabricsim nccl-tests` leave "
+       "it out.",
+       ""},
+      {"workload", "`[workload]` (optional)",
+       "A training step run by `fabricsim run` instead of `[traffic]` (needs a `[server]` model): "
+       "tensor parallelism inside each server, optional pipeline parallelism across groups of "
+       "servers (`pipeline_stages`, `micro_batches`), data parallelism across the servers of a "
+       "stage (GPU *i* of every replica reduces gradients with GPU *i* of the others); see "
+       "`models/workload/workload.hpp` and [case-study.md](case-study.md). With more than one "
+       "stage, results add `pp_send_ms` (stage-to-stage sends per step across one boundary) and "
+       "`pipeline_bubble_ms` (time per step a server waits for a receive).",
+       ""},
+      {"study", "`[study]` (optional)",
+       "With a `[workload]`: collectives measured nccl-tests style on the same fabric, and the "
+       "topology's switch and cable counts, bisection and (with `[prices]`) cost and cost per "
+       "token/s, added to the run's metrics (`busbw_all_reduce_1MiB` ..., `switches`, `cables`, "
+       "`optical_cables`, `bisection_gbps`, `cost_total`, `cost_per_token_per_s`). See "
+       "`scenarios/fat-tree-256/`.",
+       ""},
+      {"sweep", "`[sweep]` (optional)",
+       "Keys are quoted key paths of this scenario, values arrays: `\"switch.buffer\" = "
+       "[\"1MiB\", \"4MiB\"]`. `fabricsim run` runs every combination (see the README); "
+       "`--no-sweep` ignores the table. `fabricsim check` loads and builds every point; an error "
+       "in one is reported at its `[sweep]` key, and a key that is not in this schema is refused "
+       "before any point is loaded. More than 10,000 points are refused unless `--force`.",
+       ""},
+      {"expected", "`[expected]` (optional)",
+       "What a replayed case reported, shown beside the model's values by `run` and `compare`; "
+       "never used by the models.",
+       ""},
+      {"nccl", "`[nccl]` (optional)",
+       "NCCL's environment, under the names users set (they override the `[nic]` keys they "
+       "correspond to), and the collective model's settings; used by `fabricsim nccl-tests`. See "
+       "[collectives.md](collectives.md) for the model.",
+       ""},
+      {"flow", "`[flow]` (optional)",
+       "Per link class efficiency factors of the flow level (`fidelity = \"flow\"`), from "
+       "calibration: the class's payload capacity is multiplied by the factor. Absent: 1 (none).",
+       ""},
+      {"prices", "`[prices]` (optional)",
+       "Unit prices in any one currency, for the bill of materials of `fabricsim topo`.", ""},
+  };
+}
+
+void add_top_and_simulation(std::vector<KeySpec>& k) {
+  k.push_back({.path = "name",
+               .type = T::kString,
+               .presence = P::kDerived,
+               .note = "file name without `.toml`",
+               .type_note = fmt::format("string, 1 … {} characters", kMaxScenarioNameLength),
+               .doc = "name of the scenario; results go to `results/<name>/`, so no `/`, `\\`, "
+                      "`..` or control characters"});
+  k.push_back({.path = "description",
+               .type = T::kString,
+               .fallback = text(""),
+               .doc = "one line shown in the report"});
+  k.push_back({.path = "seed",
+               .type = T::kInteger,
+               .fallback = integer(1),
+               .min = 0,
+               .doc = "seed of every random stream (start jitter, message gaps)"});
+  k.push_back({.path = "fidelity",
+               .type = T::kChoice,
+               .fallback = text("packet"),
+               .choices = {"packet", "flow"},
+               .doc = "packet level (every packet, PFC, ECN, DCQCN, retransmission) or flow level "
+                      "(max-min fair fluid flows on the same routes; see "
+                      "[fidelity.md](fidelity.md)); `--fidelity` on the command line overrides "
+                      "it"});
+  k.push_back({.path = "extends",
+               .type = T::kFile,
+               .presence = P::kOptional,
+               .doc = "base scenario file, relative to this one (at most 64 MiB, like every input "
+                      "file)"});
+
+  k.push_back({.path = "simulation.stop_time",
+               .type = T::kTime,
+               .fallback = Time::from_ps(1'000'000'000'000),
+               .positive = true,
+               .doc = "simulated time at which the run ends even if traffic is left (status "
+                      "`time-limit`)"});
+  k.push_back({.path = "simulation.sample_interval",
+               .type = T::kTime,
+               .fallback = Time::zero(),
+               .note = "(off)",
+               .doc = "period at which selected gauges are sampled into `timeseries.csv`; more "
+                      "than 10^7 samples per gauge up to `stop_time` is refused unless "
+                      "`--force`"});
+  k.push_back({.path = "simulation.timeseries",
+               .type = T::kStringList,
+               .fallback = std::vector<std::string>{},
+               .doc = "glob patterns (`*`, `?`) of gauge names to record, e.g. "
+                      "`\"switch0.port*.queue_bytes\"`; needs `sample_interval`"});
+  k.push_back({.path = "simulation.deadlock_check_interval",
+               .type = T::kTime,
+               .fallback = Time::from_ps(50'000'000),
+               .doc = "how often the paused-queue wait-for graph is checked; a cycle seen at two "
+                      "consecutive checks stops the run as a PFC deadlock and reports the cycle "
+                      "(0: off)"});
+  k.push_back({.path = "simulation.no_progress_timeout",
+               .type = T::kTime,
+               .fallback = Time::from_ps(1'000'000'000'000),
+               .doc = "stop with a report when no payload is delivered for this long while "
+                      "messages are incomplete (0: off)"});
+  k.push_back({.path = "simulation.seeds",
+               .type = T::kInteger,
+               .fallback = integer(1),
+               .min = 1,
+               .max = 1000,
+               .doc = "run with seeds seed, seed+1, …; reports give each metric's mean, min and "
+                      "max and warn above a 5 % spread (`--seeds` on `run` and `compare` "
+                      "overrides)"});
+}
+
+void add_server(std::vector<KeySpec>& k) {
+  const HostFabricParams h{};
+  const auto preset = [&](std::string path, KeyType type, std::string doc, double min = -kUnbounded,
+                          double max = kUnbounded) {
+    k.push_back({.path = "server." + path,
+                 .type = type,
+                 .presence = P::kDerived,
+                 .note = "the preset's",
+                 .min = min,
+                 .max = max,
+                 .positive = type == T::kTime || type == T::kBandwidth,
+                 .doc = std::move(doc)});
+  };
+  k.push_back({.path = "server.preset",
+               .type = T::kChoice,
+               .fallback = text("dgx-a100"),
+               .choices = server_preset_names(),
+               .doc = "server model (sources of each number in `topo/server.cpp`)"});
+  k.push_back({.path = "server.count",
+               .type = T::kInteger,
+               .presence = P::kRequired,
+               .min = 1,
+               .max = 1 << 20,
+               .doc = "number of servers"});
+  k.push_back({.path = "server.nvidia_smi",
+               .type = T::kFile,
+               .presence = P::kOptional,
+               .doc = "import the server's layout from the text of `nvidia-smi topo -m` (path "
+                      "relative to this scenario file); rates and latencies come from `preset`"});
+  k.push_back({.path = "server.nccl_xml",
+               .type = T::kFile,
+               .presence = P::kOptional,
+               .doc = "import the layout from an NCCL topology XML (`NCCL_TOPO_DUMP_FILE`); give "
+                      "`nvidia_smi` or `nccl_xml`, not both"});
+  preset("nic_rate", T::kBandwidth, "rate of each NIC port");
+  k.push_back(
+      {.path = "server.host_side",
+       .type = T::kBoolean,
+       .fallback = true,
+       .doc = "model the inside of the servers: an endpoint is GPU *i* with its NIC (NIC *n* "
+              "pairs with GPU *n* × GPUs / NICs); network data moves between GPU memory and the "
+              "NIC over the server's PCIe links (and host memory without GPUDirect), and a "
+              "message between two endpoints of one server goes GPU to GPU over NVLink (striped "
+              "over the NVSwitches), or PCIe peer to peer without NVLink. `false`: data starts "
+              "and ends at the NICs and every message uses the network"});
+  k.push_back({.path = "server.pcie_max_payload",
+               .type = T::kSize,
+               .fallback = h.pcie_max_payload,
+               .positive = true,
+               .doc = "PCIe TLP max payload"});
+  k.push_back({.path = "server.pcie_tlp_overhead",
+               .type = T::kSize,
+               .fallback = h.pcie_tlp_overhead,
+               .doc = "per-TLP header, sequence, CRC and framing bytes"});
+  k.push_back({.path = "server.nvlink_max_payload",
+               .type = T::kSize,
+               .fallback = h.nvlink_max_payload,
+               .positive = true,
+               .doc = "NVLink packet payload (estimate)"});
+  k.push_back({.path = "server.nvlink_overhead",
+               .type = T::kSize,
+               .fallback = h.nvlink_overhead,
+               .doc = "NVLink header bytes per packet (estimate)"});
+  k.push_back({.path = "server.host_memory_rate",
+               .type = T::kBandwidth,
+               .fallback = h.host_memory_rate,
+               .positive = true,
+               .doc = "host memory bandwidth per socket for staged (non-GPUDirect) data, shared by "
+                      "everything staged there"});
+  preset("gpu_name", T::kString, "GPU model name");
+  preset("gpu_sm", T::kInteger, "compute capability × 10 (80 A100, 90 H100)", 10, 200);
+  preset("sockets", T::kInteger, "CPU sockets (NUMA nodes)", 1, 16);
+  preset("cores_per_socket", T::kInteger, "cores per socket (CPU affinity in the matrix)", 1, 4096);
+  preset("inter_socket_rate", T::kBandwidth, "socket-to-socket link (xGMI/UPI), each direction");
+  preset("pcie_generation", T::kInteger, "PCIe generation of every PCIe link", 1, 6);
+  preset("pcie_width", T::kInteger, "lanes of every PCIe link", 1, 32);
+  preset("pcie_latency", T::kTime, "per PCIe hop");
+  preset("pcie_switch_sockets", T::kIntegerList,
+         "one entry per PCIe switch: the socket it hangs off", 0, 15);
+  k.back().type_note = "array of socket indices";
+  preset("pcie_switch_levels", T::kInteger,
+         "1: devices under one switch are PIX; 2: two-level switches, PXB", 1, 2);
+  preset("gpu_pcie_switch", T::kIntegerList,
+         "one entry per GPU: its PCIe switch, or −1 for socket 0's root complex", -1, kUnbounded);
+  k.back().type_note = "array of PCIe switch indices";
+  preset("nic_pcie_switch", T::kIntegerList, "one entry per NIC, as for GPUs", -1, kUnbounded);
+  k.back().type_note = "array of PCIe switch indices";
+  k.push_back({.path = "server.nic_names",
+               .type = T::kStringList,
+               .presence = P::kDerived,
+               .note = "`mlx5_<i>`",
+               .doc = "NIC names, one per NIC"});
+  preset("nvswitch_links", T::kIntegerList,
+         "NVLink links from every GPU to each NVSwitch (empty: no NVSwitch)", 0, 64);
+  preset("nvlink_rate", T::kBandwidth, "per NVLink link, each direction");
+  preset("nvlink_latency", T::kTime, "per NVLink hop");
+}
+
+void add_fabric(std::vector<KeySpec>& k) {
+  k.push_back({.path = "fabric.kind",
+               .type = T::kChoice,
+               .fallback = text("star"),
+               .choices = {"star", "ring", "leaf-spine", "fat-tree"},
+               .doc = "star: every endpoint on one switch; ring: `ring_switches` switches in a "
+                      "bidirectional ring; leaf-spine: two tiers; fat-tree: three-tier k-ary "
+                      "fat-tree (only the pods that endpoints occupy are built)"});
+  k.push_back({.path = "fabric.hosts",
+               .type = T::kInteger,
+               .presence = P::kRequired,
+               .note = "without `[server]`",
+               .min = 2,
+               .max = 1 << 20,
+               .doc = "number of plain hosts (not allowed with `[server]`)"});
+  k.push_back({.path = "fabric.technology",
+               .type = T::kChoice,
+               .fallback = text("ethernet"),
+               .choices = {"ethernet", "infiniband"},
+               .doc = "switch family: Ethernet (PFC, ECN, RoCEv2 headers) or InfiniBand "
+                      "(credit-based flow control, IB headers)"});
+  k.push_back({.path = "fabric.link_rate",
+               .type = T::kBandwidth,
+               .presence = P::kRequired,
+               .positive = true,
+               .doc = "rate of every fabric link and switch port, each direction; a NIC faster "
+                      "than this negotiates down (reported as a warning)"});
+  k.push_back({.path = "fabric.switch_ports",
+               .type = T::kInteger,
+               .fallback = integer(0),
+               .note = "(no limit)",
+               .min = 0,
+               .max = 65535,
+               .doc = "ports per switch; a fabric that needs more is an error that says what to "
+                      "change"});
+  k.push_back({.path = "fabric.switch_latency",
+               .type = T::kTime,
+               .fallback = Time::from_ps(300'000),
+               .doc = "fixed port-to-port forwarding latency of every switch"});
+  k.push_back({.path = "fabric.host_cable_length",
+               .type = T::kLength,
+               .fallback = number(3.0),
+               .doc = "endpoint ↔ leaf cable"});
+  k.push_back({.path = "fabric.fabric_cable_length",
+               .type = T::kLength,
+               .fallback = number(30.0),
+               .doc = "switch ↔ switch cable"});
+  k.push_back({.path = "fabric.propagation_per_m",
+               .type = T::kTime,
+               .fallback = Time::from_ps(5'000),
+               .positive = true,
+               .doc = "signal propagation per metre (about 0.67 c in fibre and copper)"});
+  k.push_back({.path = "fabric.ring_switches",
+               .type = T::kInteger,
+               .presence = P::kRequired,
+               .note = "for `ring`",
+               .min = 3,
+               .max = 65535,
+               .doc = "switches in the ring; endpoints spread evenly"});
+  k.push_back({.path = "fabric.hosts_per_leaf",
+               .type = T::kInteger,
+               .presence = P::kRequired,
+               .note = "for `leaf-spine`",
+               .min = 1,
+               .max = 65535,
+               .doc = "endpoints per leaf; leaves = ⌈endpoints / hosts_per_leaf⌉"});
+  k.push_back({.path = "fabric.oversubscription",
+               .type = T::kReal,
+               .fallback = number(1.0),
+               .min = 1,
+               .max = 1024,
+               .doc = "leaf downlink : uplink ratio; uplinks per leaf = hosts_per_leaf / "
+                      "oversubscription"});
+  k.push_back({.path = "fabric.uplinks_per_leaf",
+               .type = T::kInteger,
+               .fallback = integer(0),
+               .note = "(from oversubscription)",
+               .min = 0,
+               .max = 65535,
+               .doc = "uplinks per leaf, spread evenly over the spines"});
+  k.push_back({.path = "fabric.spines",
+               .type = T::kInteger,
+               .fallback = integer(0),
+               .note = "(automatic)",
+               .min = 0,
+               .max = 65535,
+               .doc = "spine switches; uplinks_per_leaf must be a multiple. Automatic: the fewest "
+                      "spines whose `switch_ports` take every leaf's uplinks (each leaf then "
+                      "reaches each spine over uplinks/spines parallel cables, spread by ECMP); "
+                      "without `switch_ports`, one spine per uplink"});
+  k.push_back({.path = "fabric.k",
+               .type = T::kInteger,
+               .presence = P::kRequired,
+               .note = "for `fat-tree`",
+               .min = 2,
+               .max = 65534,
+               .type_note = "even integer 2 … 65534",
+               .doc = "switch radix: k pods of k/2 edge + k/2 aggregation switches, (k/2)² core, "
+                      "up to k³/4 hosts"});
+  k.push_back({.path = "fabric.rail_optimized",
+               .type = T::kBoolean,
+               .fallback = false,
+               .doc = "place NIC *i* of every server on rail *i*'s leaves (rail-major placement) "
+                      "instead of a server's NICs together"});
+  k.push_back(
+      {.path = "fabric.routing",
+       .type = T::kChoice,
+       .fallback = text("ecmp"),
+       .choices = {"ecmp", "spray", "dmodk"},
+       .doc = "path choice among equal-cost next hops: per-flow hash (seeded), per-packet "
+              "spraying (packet level only), or destination-mod-k as InfiniBand subnet managers "
+              "route Fat-Trees (destinations numbered leaf by leaf; over parallel links a "
+              "destination comes down the link index it went up on: `topo/routing.hpp`)"});
+}
+
+void add_nic(std::vector<KeySpec>& k) {
+  const RdmaConfig n{};
+  k.push_back({.path = "nic.transport",
+               .type = T::kChoice,
+               .fallback = text("rdma"),
+               .choices = {"rdma", "tcp"},
+               .doc = "RDMA reliable connection (RoCEv2 or InfiniBand), or plain Ethernet/TCP "
+                      "(see `[nic.tcp]`)"});
+  k.push_back({.path = "nic.mtu",
+               .type = T::kSize,
+               // The largest IB/RoCE path MTU (IBTA: 256 B ... 4 KiB), what NCCL's RoCE and IB
+               // transports negotiate on today's NICs.
+               .fallback = Bytes(4096),
+               .positive = true,
+               .type_note = "size > 0, ≤ 1MiB",
+               .doc = "payload bytes per packet, at most (the MSS for TCP)"});
+  k.push_back(
+      {.path = "nic.header",
+       .type = T::kSize,
+       .presence = P::kDerived,
+       .note = "`\"82B\"`; `\"26B\"` on InfiniBand; `\"90B\"` for TCP",
+       .doc = "wire overhead per data packet: RoCEv2 headers and trailers (Eth 14 + IPv4 20 + UDP "
+              "8 + BTH 12 + ICRC 4 + FCS 4 = 62 B) plus preamble (8 B) and inter-frame gap "
+              "(12 B); InfiniBand LRH 8 + BTH 12 + ICRC 4 + VCRC 2; TCP Eth 14 + IPv4 20 + TCP 32 "
+              "(with timestamps) + FCS 4 + preamble 8 + gap 12"});
+  k.push_back({.path = "nic.control_packet",
+               .type = T::kSize,
+               .presence = P::kDerived,
+               .note = "`\"86B\"`; `\"30B\"` on InfiniBand; `\"90B\"` for TCP",
+               .positive = true,
+               .doc = "wire size of ACK, NAK and CNP packets (headers + 4 B AETH)"});
+  k.push_back({.path = "nic.priority",
+               .type = T::kInteger,
+               .presence = P::kDerived,
+               .note = fmt::format("`{}`; `0` for TCP", n.priority),
+               .min = 0,
+               .max = 7,
+               .doc = "802.1p priority of data, ACKs and NAKs"});
+  k.push_back({.path = "nic.cnp_priority",
+               .type = T::kInteger,
+               .fallback = integer(n.cnp_priority),
+               .min = 0,
+               .max = 7,
+               .doc = "priority of CNPs (ConnectX `cnp_802p_prio`)"});
+  k.push_back({.path = "nic.ack_interval",
+               .type = T::kInteger,
+               .fallback = integer(n.ack_interval),
+               .min = 1,
+               .max = 1 << 20,
+               .doc = "ACK every n in-order packets (and the last)"});
+  k.push_back(
+      {.path = "nic.out_of_order_placement",
+       .type = T::kBoolean,
+       .fallback = n.out_of_order_placement,
+       .doc = "RDMA: the responder places packets in any arrival order (ConnectX-7 class support "
+              "for adaptive routing and packet spraying) and ACKs the contiguous prefix, never "
+              "NAKing a gap. Off, a reliable connection accepts only the next PSN: with "
+              "`fabric.routing = \"spray\"` a reordered tail is NAKed once and then waits for the "
+              "ACK timeout (4.096 µs × 2^`ib_timeout`), as on real RC QPs"});
+  k.push_back({.path = "nic.ib_timeout",
+               .type = T::kInteger,
+               .fallback = integer(n.ib_timeout),
+               .min = 0,
+               .max = 31,
+               .doc = "local ACK timeout 4.096 µs × 2^n (0: infinite), as `NCCL_IB_TIMEOUT`"});
+  k.push_back({.path = "nic.ib_retry_cnt",
+               .type = T::kInteger,
+               .fallback = integer(n.ib_retry_cnt),
+               .min = 0,
+               .max = 7,
+               .doc = "retries (timeouts or sequence-error NAKs) without progress before the QP "
+                      "fails, as `NCCL_IB_RETRY_CNT`"});
+  k.push_back(
+      {.path = "nic.message_overhead",
+       .type = T::kTime,
+       .fallback = n.message_overhead,
+       .doc = "RDMA only: the NIC's own time per message from the doorbell to its first packet "
+              "(WQE fetch, DMA set-up), added to every network message's latency at both "
+              "fidelity levels; it does not limit the message rate (consecutive messages' "
+              "processing overlaps). What `ib_write_lat` measures beyond the wire; `fabricsim "
+              "calibrate` fits it from perftest latency rows",
+       .number = {[](const Scenario& s) { return s.network.nic.message_overhead.us(); },
+                  [](Scenario& s, double v) { s.network.nic.message_overhead = from_us(v); }},
+       // From 0 by default: the fit starts at 1 us (it works on the parameter's logarithm).
+       .fit = {Use::kWithRdmaLatencyRows, 0.01, 100, 1.0, 15}});
+  k.push_back(
+      {.path = "nic.message_rate_mpps",
+       .type = T::kReal,
+       .fallback = number(n.message_rate_mpps),
+       .min = 0,
+       .max = 1e6,
+       .doc = "RDMA only: the most messages per second (millions) the NIC's send engine starts, "
+              "over all its QPs; 0: no limit. Messages pass the engine one at a time in posting "
+              "order, each taking 1 / rate, so a stream of size-S messages runs at S / max(S / "
+              "link payload rate, 1 / rate): what `ib_write_bw` shows at small sizes. A lone "
+              "message does not wait. Both fidelity levels (at flow level for network messages, "
+              "not for collective pipelines, which are fluid); `fabricsim calibrate` fits it "
+              "from perftest bandwidth rows",
+       .number = {[](const Scenario& s) { return s.network.nic.message_rate_mpps; },
+                  [](Scenario& s, double v) { s.network.nic.message_rate_mpps = v; }},
+       // From 0 (no limit) by default: the fit starts at 100 Mpps, 10 ns a message.
+       .fit = {Use::kWithRdmaStreamRows, 0.01, 1e5, 100, 16}});
+  k.push_back({.path = "nic.gpudirect",
+               .type = T::kBoolean,
+               .fallback = HostFabricParams{}.gpudirect,
+               .doc =
+                   "GPUDirect RDMA: the NIC reads and writes GPU memory across the PCIe switch; "
+                   "`false`: staged through host memory on the NIC's socket (GPU → CPU → memory → "
+                   "NIC, and back), as NCCL does without GDR"});
+  k.push_back({.path = "nic.gdr_level",
+               .type = T::kChoice,
+               .fallback = text("PXB"),
+               .choices = {"PIX", "PXB", "PHB", "NODE", "SYS"},
+               .doc =
+                   "as `NCCL_NET_GDR_LEVEL`: GPUDirect is used for a GPU–NIC pair only when their "
+                   "PCIe path is within this distance (PIX/PXB: under one PCIe switch; PHB/NODE: "
+                   "through their CPU; SYS: across sockets); other pairs are staged. The choice is "
+                   "made per GPU–NIC pair, so per transfer"});
+
+  k.push_back({.path = "nic.tcp.congestion",
+               .type = T::kChoice,
+               .fallback = text("newreno"),
+               .choices = {"newreno", "dctcp"},
+               .doc = "NewReno (slow start, congestion avoidance, fast retransmit/recovery, "
+                      "ECN-echo halves once per window) or DCTCP (cut by α/2 per window with "
+                      "marks)"});
+  k.push_back({.path = "nic.tcp.initial_window",
+               .type = T::kInteger,
+               .fallback = integer(n.newreno.initial_window),
+               .min = 1,
+               .max = 1 << 16,
+               .doc = "initial congestion window, segments (RFC 6928, Linux's default)"});
+  k.push_back({.path = "nic.tcp.min_rto",
+               .type = T::kTime,
+               .fallback = n.tcp.min_rto,
+               .positive = true,
+               .doc = "retransmission timeout (Linux `TCP_RTO_MIN`), doubled per consecutive "
+                      "timeout up to 64×"});
+  k.push_back({.path = "nic.tcp.dctcp_g",
+               .type = T::kReal,
+               .fallback = number(n.dctcp.g),
+               .min = 0,
+               .max = 1,
+               .doc = "DCTCP's α gain (RFC 8257 section 4.2)"});
+  k.push_back({.path = "nic.tcp.host_latency",
+               .type = T::kTime,
+               .fallback = n.tcp.host_latency,
+               .doc = "kernel stack CPU time per message, at the sender (before the first segment) "
+                      "and at the receiver (after the last); an estimate"});
+
+  const DcqcnConfig& c = n.dcqcn;
+  k.push_back({.path = "nic.dcqcn.enabled",
+               .type = T::kBoolean,
+               .fallback = false,
+               .doc = "rate control on CNPs (RDMA only)"});
+  k.push_back(
+      {.path = "nic.dcqcn.variant",
+       .type = T::kChoice,
+       .fallback = text("firmware"),
+       .choices = {"firmware", "paper"},
+       .doc = "firmware: α is updated every `dce_tcp_rtt` from whether a CNP came, the rate is "
+              "cut at most once per `rate_reduce_monitor_period`, timer-only increase with a "
+              "constant hyper step. paper: each CNP cuts the rate at once (RT = RC, α = (1−g)α + "
+              "g, RC = RC(1 − α/2)), α decays every `dce_tcp_rtt` without a CNP, increases come "
+              "from the timer and the byte counter, and hyper increase grows by `rpg_hai_rate` × "
+              "(min(timer stage, byte stage) − F + 1)"});
+  k.push_back(
+      {.path = "nic.dcqcn.rpg_byte_reset",
+       .type = T::kSize,
+       .fallback = c.rpg_byte_reset,
+       .positive = true,
+       .doc = "paper variant only: bytes sent (on the wire) between byte-counter increase "
+              "events, half that in hyper increase. Default: the DCQCN authors' ns-3 "
+              "`ByteCounter` (bobzhuyb/ns3-rdma); the firmware's own `rpg_byte_reset` has no "
+              "documented unit. The paper's own choice is quoted as 10 MB. It matters: in a 2:1 "
+              "incast at 100 Gb/s (tests/fabric/fabric_test.cpp) 150 KB reaches hyper increase "
+              "within about 0.1 ms and the two flows settle at 41 and 56 Gb/s, where 10 MB "
+              "shares the link within 3 %"});
+  k.push_back({.path = "nic.dcqcn.rpg_time_reset",
+               .type = T::kTime,
+               .fallback = c.rpg_time_reset,
+               .positive = true,
+               .doc = "rate-increase timer period (paper variant: half of it in hyper increase)"});
+  k.push_back({.path = "nic.dcqcn.rpg_threshold",
+               .type = T::kInteger,
+               .fallback = integer(c.rpg_threshold),
+               .min = 0,
+               .max = 1000,
+               .doc = "F: fast-recovery steps before additive increase"});
+  k.push_back({.path = "nic.dcqcn.rpg_ai_rate",
+               .type = T::kBandwidth,
+               .fallback = c.rpg_ai_rate,
+               .positive = true,
+               .doc = "additive increase of the target rate"});
+  k.push_back({.path = "nic.dcqcn.rpg_hai_rate",
+               .type = T::kBandwidth,
+               .fallback = c.rpg_hai_rate,
+               .positive = true,
+               .doc = "hyper increase of the target rate"});
+  k.push_back({.path = "nic.dcqcn.rpg_min_rate",
+               .type = T::kBandwidth,
+               .fallback = c.rpg_min_rate,
+               .positive = true,
+               .doc = "lowest rate a QP is cut to"});
+  k.push_back({.path = "nic.dcqcn.dce_tcp_g",
+               .type = T::kReal,
+               .fallback = number(c.dce_tcp_g),
+               .min = 0,
+               .max = 1,
+               .doc = "g, the gain of the α average (1/256; the firmware's fixed-point encoding of "
+                      "`dce_tcp_g` is not documented, so give g itself)"});
+  k.push_back({.path = "nic.dcqcn.dce_tcp_rtt",
+               .type = T::kTime,
+               .fallback = c.dce_tcp_rtt,
+               .positive = true,
+               .doc = "α update period"});
+  k.push_back({.path = "nic.dcqcn.rate_reduce_monitor_period",
+               .type = T::kTime,
+               .fallback = c.rate_reduce_monitor_period,
+               .positive = true,
+               .doc = "firmware variant only: at most one rate cut per period"});
+  k.push_back({.path = "nic.dcqcn.initial_alpha",
+               .type = T::kReal,
+               .fallback = number(c.initial_alpha),
+               .min = 0,
+               .max = 1,
+               .doc = "α at the first CNP (paper variant: when the QP opens)"});
+  k.push_back({.path = "nic.dcqcn.rate_to_set_on_first_cnp",
+               .type = T::kBandwidth,
+               .fallback = c.rate_to_set_on_first_cnp,
+               .note = "(keep)",
+               .doc = "firmware variant only: rate set at the first CNP"});
+  k.push_back({.path = "nic.dcqcn.clamp_tgt_rate",
+               .type = T::kBoolean,
+               .fallback = c.clamp_tgt_rate,
+               .doc = "firmware variant only: target rate := current rate at every cut (the paper "
+                      "variant always does)"});
+  k.push_back({.path = "nic.dcqcn.min_time_between_cnps",
+               .type = T::kTime,
+               .fallback = c.min_time_between_cnps,
+               .doc = "notification point: at most one CNP per QP per interval"});
+}
+
+void add_switch(std::vector<KeySpec>& k) {
+  const auto priorities = [&](std::string path, std::vector<std::int64_t> fallback,
+                              std::string doc) {
+    k.push_back({.path = "switch." + path,
+                 .type = T::kIntegerList,
+                 .fallback = std::move(fallback),
+                 .min = 0,
+                 .max = 7,
+                 .type_note = "array of priorities 0 … 7",
+                 .doc = std::move(doc)});
+  };
+  k.push_back({.path = "switch.buffer",
+               .type = T::kSize,
+               .fallback = Bytes(32LL << 20),
+               .positive = true,
+               .doc = "total packet buffer per switch"});
+  k.push_back({.path = "switch.reserved",
+               .type = T::kSize,
+               .fallback = Bytes(4096),
+               .doc = "guaranteed space per ingress (port, priority)"});
+  k.push_back({.path = "switch.alpha",
+               .type = T::kReal,
+               .fallback = number(0.125),
+               .min = 1.0 / 1024,
+               .max = 64,
+               .doc = "dynamic threshold: an ingress queue may use α × (free shared buffer)"});
+  k.push_back({.path = "switch.resume_offset",
+               .type = T::kSize,
+               .fallback = Bytes(3072),
+               .doc = "XON when shared use + offset ≤ threshold"});
+  k.push_back({.path = "switch.pfc",
+               .type = T::kBoolean,
+               .fallback = false,
+               .doc = "802.1Qbb priority flow control on the lossless priorities"});
+  priorities("lossless_priorities", {3}, "PFC-enabled priorities");
+  k.push_back({.path = "switch.pfc_xoff",
+               .type = T::kSize,
+               .fallback = Bytes(0),
+               .note = "(dynamic)",
+               .doc = "static XOFF threshold on an ingress queue's occupancy; 0 uses the dynamic "
+                      "threshold above"});
+  k.push_back({.path = "switch.pfc_xon",
+               .type = T::kSize,
+               .fallback = Bytes(0),
+               .doc = "static XON threshold (below `pfc_xoff`)"});
+  k.push_back({.path = "switch.pause_quanta",
+               .type = T::kInteger,
+               .fallback = integer(0xffff),
+               .min = 1,
+               .max = 0xffff,
+               .doc = "pause time sent with XOFF, in 512-bit-time quanta; refreshed every half of "
+                      "it while congested"});
+  k.push_back({.path = "switch.scheduling",
+               .type = T::kChoice,
+               .fallback = text("strict"),
+               .choices = {"strict", "dwrr"},
+               .doc = "egress scheduling: strict priority (7 highest), or strict for "
+                      "`strict_priorities` and deficit weighted round robin for the rest"});
+  priorities("strict_priorities", {6, 7},
+             "with `dwrr`: priorities served strictly first (CNPs use 6)");
+  k.push_back({.path = "switch.dwrr_weights",
+               .type = T::kIntegerList,
+               .fallback = std::vector<std::int64_t>(8, 1),
+               .min = 1,
+               .max = 1000,
+               .type_note = "8 integers 1 … 1000",
+               .doc = "with `dwrr`: weight of each priority (quantum 9216 B × weight per turn)"});
+  k.push_back({.path = "switch.pfc_watchdog",
+               .type = T::kTime,
+               .fallback = Time::zero(),
+               .note = "(off)",
+               .doc = "PFC watchdog: a lossless queue paused without a break for this long is a "
+                      "pause storm; until the pause ends the port ignores it for that priority "
+                      "(counters `pfc_watchdog_prio<p>_storms`, `_dropped`)"});
+  k.push_back({.path = "switch.pfc_watchdog_action",
+               .type = T::kChoice,
+               .fallback = text("drop"),
+               .choices = {"drop", "ignore"},
+               .doc = "in a storm, also discard the queue's packets (as switch watchdogs do by "
+                      "default) or only ignore the pause"});
+  k.push_back({.path = "switch.pause_response_time",
+               .type = T::kTime,
+               .fallback = Time::from_ps(1'000'000),
+               .doc = "upstream reaction time, for the automatic headroom"});
+  k.push_back({.path = "switch.headroom",
+               .type = T::kSize,
+               .presence = P::kDerived,
+               .note = "automatic",
+               .doc = "per lossless ingress queue; automatic = pause frame + 2 maximum frames + "
+                      "the bytes the link carries in (2 × longest cable propagation + response "
+                      "time), as 802.1Qbb Annex O"});
+  k.push_back(
+      {.path = "switch.vl_buffer",
+       .type = T::kSize,
+       .fallback = Bytes(64 * 1024),
+       .positive = true,
+       .doc = "InfiniBand only: receive buffer per (port, virtual lane) = the credits an upstream "
+              "port starts with; packets wait for credits, nothing is dropped and no PFC is sent "
+              "(credits come back one link latency after the packet leaves the buffer). A switch "
+              "carves `switch.buffer` into these receive buffers, so each gets at most buffer / "
+              "(ports × VLs in use: the data and CNP priorities): a switch never holds more than "
+              "its buffer"});
+  k.push_back({.path = "switch.ecn",
+               .type = T::kBoolean,
+               .fallback = false,
+               .doc = "RED-style CE marking at dequeue (Ethernet)"});
+  k.push_back({.path = "switch.ecn_kmin",
+               .type = T::kSize,
+               .fallback = Bytes(100'000),
+               .doc = "no marking at or below this queue length (per port and priority)"});
+  k.push_back({.path = "switch.ecn_kmax",
+               .type = T::kSize,
+               .fallback = Bytes(400'000),
+               .positive = true,
+               .doc = "marking probability `ecn_pmax` here, 1 above"});
+  k.push_back({.path = "switch.ecn_pmax",
+               .type = T::kReal,
+               .fallback = number(0.2),
+               .min = 0,
+               .max = 1,
+               .doc = "marking probability at Kmax"});
+  priorities("ecn_priorities", {}, "priorities that are marked");
+  k.back().presence = P::kDerived;
+  k.back().fallback = {};
+  k.back().note = "`[nic.priority]`";
+}
+
+void add_traffic(std::vector<KeySpec>& k) {
+  k.push_back(
+      {.path = "traffic.pattern",
+       .type = T::kChoice,
+       .fallback = text("incast"),
+       .choices = {"incast", "permutation", "all-to-all"},
+       .doc = "incast: hosts 1…N−1 send to host 0; permutation: host *i* sends to *i*+shift mod "
+              "N; all-to-all: every host sends to every other"});
+  k.push_back({.path = "traffic.message_size",
+               .type = T::kSize,
+               .presence = P::kRequired,
+               .positive = true,
+               .doc = "bytes per message"});
+  k.push_back({.path = "traffic.messages",
+               .type = T::kInteger,
+               .fallback = integer(1),
+               .min = 1,
+               .max = 1'000'000,
+               .doc = "messages each sender sends to each of its destinations; more than 5 × 10^7 "
+                      "messages in all is refused unless `--force`"});
+  k.push_back({.path = "traffic.shift",
+               .type = T::kInteger,
+               .fallback = integer(1),
+               .min = 1,
+               .max = 1 << 20,
+               .doc = "permutation: host *i* sends to host (*i* + shift) mod N; a multiple of N "
+                      "(every host to itself) is refused"});
+  k.push_back({.path = "traffic.mean_gap",
+               .type = T::kTime,
+               .fallback = Time::zero(),
+               .doc = "mean of the exponential gap between a sender's message starts (0: back to "
+                      "back)"});
+  k.push_back({.path = "traffic.start_jitter",
+               .type = T::kTime,
+               .fallback = Time::zero(),
+               .doc = "each sender's first message starts at a uniform random time in [0, "
+                      "jitter]"});
+}
+
+void add_workload(std::vector<KeySpec>& k) {
+  k.push_back({.path = "workload.model_params",
+               .type = T::kReal,
+               .fallback = number(0),
+               .min = 0,
+               .max = 1e15,
+               .doc = "parameters (for the report, and to derive compute from "
+                      "`sustained_tflops`)"});
+  k.push_back({.path = "workload.pipeline_stages",
+               .type = T::kInteger,
+               .fallback = integer(1),
+               .min = 1,
+               .max = 1 << 16,
+               .type_note = "integer ≥ 1, dividing the servers",
+               .doc = "pipeline parallelism: servers split into this many consecutive groups "
+                      "(stage p = server / replicas); GPU *i* of a server sends activations to "
+                      "GPU *i* of the next stage's server of the same replica and gets gradients "
+                      "back"});
+  k.push_back({.path = "workload.micro_batches",
+               .type = T::kInteger,
+               .fallback = integer(1),
+               .min = 1,
+               .max = 1 << 20,
+               .doc = "micro-batches per step, run in the 1F1B order (warm-up forwards, then one "
+                      "forward and one backward alternately)"});
+  k.push_back({.path = "workload.sequence_length",
+               .type = T::kInteger,
+               .fallback = integer(0),
+               .note = "(not given)",
+               .min = 0,
+               .max = static_cast<double>(1LL << 30),
+               .doc = "tokens per sequence"});
+  k.push_back({.path = "workload.micro_batch_size",
+               .type = T::kInteger,
+               .fallback = integer(1),
+               .min = 1,
+               .max = static_cast<double>(1LL << 30),
+               .doc = "sequences per micro-batch (for the derived token count and activation "
+                      "size)"});
+  k.push_back({.path = "workload.hidden_size",
+               .type = T::kInteger,
+               .fallback = integer(0),
+               .note = "(not given)",
+               .min = 0,
+               .max = static_cast<double>(1LL << 30),
+               .doc = "model width, to derive `pp_bytes`"});
+  k.push_back({.path = "workload.activation_bytes_per_element",
+               .type = T::kInteger,
+               .fallback = integer(2),
+               .min = 1,
+               .max = 16,
+               .doc = "bytes per activation value (bf16)"});
+  k.push_back({.path = "workload.tokens_per_step",
+               .type = T::kInteger,
+               .presence = P::kRequired,
+               .note = "unless `sequence_length` is given; then micro_batches × micro_batch_size × "
+                       "sequence_length × data-parallel replicas",
+               .min = 1,
+               .max = kMaxInt,
+               .doc = "tokens per step over all servers"});
+  k.push_back({.path = "workload.pp_bytes",
+               .type = T::kSize,
+               .presence = P::kDerived,
+               .note = "sequence_length × micro_batch_size × hidden_size × bytes per element / "
+                       "GPUs per server",
+               .doc = "bytes per GPU per micro-batch sent to the next stage (and the same back), "
+                      "Megatron's scatter-gather across tensor-parallel ranks"});
+  k.push_back({.path = "workload.sustained_tflops",
+               .type = T::kReal,
+               .presence = P::kOptional,
+               .min = 0.001,
+               .max = 1e6,
+               .doc = "derive compute instead: forward = 2 × params × tokens per server / (GPUs "
+                      "per server × rate), backward = 2 × forward"});
+  k.push_back({.path = "workload.forward_time",
+               .type = T::kTime,
+               .presence = P::kRequired,
+               .note = "unless `sustained_tflops`",
+               .positive = true,
+               .doc = "forward compute per step of a GPU at speed 1"});
+  k.push_back({.path = "workload.backward_time",
+               .type = T::kTime,
+               .presence = P::kRequired,
+               .note = "unless `sustained_tflops`",
+               .positive = true,
+               .doc = "backward compute per step"});
+  k.push_back({.path = "workload.optimizer_time",
+               .type = T::kTime,
+               .fallback = Time::zero(),
+               .doc = "optimizer per step, after the last gradient bucket"});
+  k.push_back({.path = "workload.gradient_bytes",
+               .type = T::kSize,
+               .fallback = Bytes(0),
+               .doc = "gradient bytes per GPU per step, AllReduced across servers"});
+  k.push_back({.path = "workload.buckets",
+               .type = T::kInteger,
+               .fallback = integer(4),
+               .min = 1,
+               .max = 4096,
+               .doc = "gradient buckets: bucket *j* is reduced once *j*+1 of `buckets` backward "
+                      "pieces are done, overlapping the rest (1: after the backward pass)"});
+  k.push_back({.path = "workload.tp_bytes",
+               .type = T::kSize,
+               .fallback = Bytes(0),
+               .doc = "activation bytes per GPU per step AllReduced inside the server"});
+  k.push_back({.path = "workload.tp_collectives",
+               .type = T::kInteger,
+               .presence = P::kDerived,
+               .note = "`2` when `tp_bytes` is set, else `0`",
+               .min = 0,
+               .max = 1 << 20,
+               .doc = "how many TP AllReduces share `tp_bytes` (half in forward, half in "
+                      "backward)"});
+  k.push_back({.path = "workload.steps",
+               .type = T::kInteger,
+               .fallback = integer(1),
+               .min = 1,
+               .max = 1'000'000,
+               .doc = "steps simulated (the metrics are per-step means)"});
+  k.push_back({.path = "workload.slow_gpus",
+               .type = T::kIntegerList,
+               .fallback = std::vector<std::int64_t>{},
+               .min = 0,
+               .type_note = "array of GPU ordinals",
+               .doc = "stragglers (server-major ordinals)"});
+  k.push_back({.path = "workload.slow_gpu_speed",
+               .type = T::kReal,
+               .fallback = number(1.0),
+               .min = 0.01,
+               .max = 100,
+               .doc = "their speed factor (a server runs at its slowest GPU's speed)"});
+}
+
+void add_study_expected(std::vector<KeySpec>& k) {
+  k.push_back({.path = "study.busbw_sizes",
+               .type = T::kSizeList,
+               .fallback = std::vector<std::string>{},
+               .doc = "message sizes (each one `nccl-tests -b SIZE -e SIZE`)"});
+  k.push_back({.path = "study.busbw_ops",
+               .type = T::kStringList,
+               .fallback = std::vector<std::string>{"all_reduce_perf"},
+               .choices = perf_binaries(),
+               .type_note = "array of nccl-tests binaries",
+               .doc = "which collectives"});
+  const auto expected = [&](std::string name, std::string doc) {
+    k.push_back({.path = "expected." + name,
+                 .type = T::kReal,
+                 .presence = P::kOptional,
+                 .min = 0,
+                 .max = 1e18,
+                 .doc = std::move(doc)});
+  };
+  expected("cross_node_throughput_gbit_per_s", "the case's cross-node throughput per NIC, Gb/s");
+  expected("roce_throughput_gbps", "old name of `cross_node_throughput_gbit_per_s`");
+  expected("allreduce_ms_per_step", "the case's AllReduce time per step, ms");
+  expected("allreduce_cross_node_ms", "the case's cross-node AllReduce time per step, ms");
+  expected("pfc_pause_frames", "the case's PFC pause frame count");
+  expected("tokens_per_s", "the case's training throughput");
+  expected("scaling_efficiency", "the case's scaling efficiency against one server");
+  expected("single_server_tokens_per_s", "the case's throughput on one server");
+  k.push_back({.path = "expected.notes",
+               .type = T::kStringList,
+               .fallback = std::vector<std::string>{},
+               .doc = "what the report must say about the case (inconsistencies, what a figure "
+                      "measured)"});
+}
+
+void add_nccl(std::vector<KeySpec>& k) {
+  const NcclConfig c{};
+  const auto optional_choice = [&](std::string path, std::vector<std::string> choices,
+                                   std::string note, std::string doc) {
+    k.push_back({.path = "nccl." + path,
+                 .type = T::kChoice,
+                 .presence = P::kOptional,
+                 .note = std::move(note),
+                 .choices = std::move(choices),
+                 .doc = std::move(doc)});
+  };
+  optional_choice("NCCL_ALGO", {"Ring", "Tree", "ring", "tree"}, "the tuner's choice",
+                  "force the algorithm (Tree applies to AllReduce across servers; otherwise NCCL "
+                  "falls back to Ring)");
+  optional_choice("NCCL_PROTO", {"LL", "LL128", "Simple", "ll", "ll128", "simple"},
+                  "the tuner's choice", "force the protocol");
+  k.push_back({.path = "nccl.NCCL_BUFFSIZE",
+               .type = T::kByteCount,
+               .fallback = c.buffsize,
+               .positive = true,
+               .doc = "Simple protocol buffer per connection: 8 steps of buffsize/8; ring "
+                      "AllReduce moves chunks of 4 steps in slices of 2"});
+  k.push_back({.path = "nccl.NCCL_LL_BUFFSIZE",
+               .type = T::kByteCount,
+               .fallback = c.ll_buffsize,
+               .positive = true,
+               .doc = "LL buffer (half of each step is flags)"});
+  k.push_back({.path = "nccl.NCCL_LL128_BUFFSIZE",
+               .type = T::kByteCount,
+               .fallback = c.ll128_buffsize,
+               .positive = true,
+               .doc = "LL128 buffer (120 of every 128 bytes are data)"});
+  k.push_back({.path = "nccl.NCCL_MIN_NCHANNELS",
+               .type = T::kInteger,
+               .fallback = integer(c.min_channels),
+               .min = 0,
+               .max = 64,
+               .doc = "at least this many channels (more than the layout has duplicates its rings "
+                      "and trees); 0: no minimum"});
+  k.push_back({.path = "nccl.NCCL_MAX_NCHANNELS",
+               .type = T::kInteger,
+               .fallback = integer(c.max_channels),
+               .min = 0,
+               .max = 64,
+               .doc = "at most this many channels; 0: no maximum"});
+  k.push_back(
+      {.path = "nccl.NCCL_CROSS_NIC",
+       .type = T::kInteger,
+       .fallback = integer(c.cross_nic),
+       .min = 0,
+       .max = 2,
+       .doc = "as NCCL reads it (search.cc): 0 a ring enters and leaves each server through the "
+              "same NIC (stays on its rail); 1 it may leave through the NIC of the last GPU it "
+              "visits (cross-rail traffic between servers); 2, NCCL's default, tries 0 first, "
+              "which gives full-bandwidth rings on every server model here, so it acts as 0. A "
+              "server's NICs for a communicator are always its member GPUs' nearest NICs (a "
+              "communicator of one GPU per server uses that GPU's own NIC)"});
+  k.push_back(
+      {.path = "nccl.NCCL_NCHANNELS_PER_NET_PEER",
+       .type = T::kInteger,
+       .fallback = integer(c.channels_per_net_peer),
+       .note = "(NCCL's rule)",
+       .min = 0,
+       .max = 64,
+       .doc = "channels (thread blocks and connections) a send/receive to a peer on another "
+              "server is split over. NCCL's rule (`paths.cc`): per peer 2 × the NVLink links on "
+              "the path inside a server (2 over PCIe), max(local NICs, ⌈their GB/s / 14⌉) across "
+              "servers; the minimum over all pairs, rounded up to a power of two, at most the "
+              "channel count rounded up; across servers halved while it × ⌈ranks / 8⌉ exceeds "
+              "that. Sets `sendrecv_perf` and `alltoall_perf` bandwidth: one block moves at most "
+              "`gpu_channel_rate`"});
+  k.push_back(
+      {.path = "nccl.NCCL_PXN_DISABLE",
+       .type = T::kInteger,
+       .fallback = integer(0),
+       .min = 0,
+       .max = 1,
+       .doc = "0 (NCCL's default): a GPU whose PCIe path to the NIC it sends or receives through "
+              "crosses a CPU, while another GPU under that NIC's PCIe switch shares NVLink with "
+              "it, moves the data over NVLink to that GPU and the NIC reads it there (PXN, NCCL "
+              "`paths.cc`), at both fidelity levels; 1: the data takes the PCIe path (staged "
+              "through host memory unless `NCCL_NET_GDR_LEVEL` allows GPUDirect across the "
+              "CPU)"});
+  optional_choice("NCCL_NET_GDR_LEVEL", {"LOC", "PIX", "PXB", "PHB", "SYS"}, "`nic.gdr_level`",
+                  "GPUDirect RDMA up to this PCIe distance (`LOC`: never); overrides "
+                  "`nic.gpudirect` and `nic.gdr_level`");
+  k.push_back({.path = "nccl.gpudirect",
+               .type = T::kBoolean,
+               .presence = P::kOptional,
+               .note = "`nic.gpudirect`",
+               .doc = "GPUDirect RDMA on or off (the case study's \"NCCL_GPUDIRECT\")"});
+  k.push_back({.path = "nccl.NCCL_IB_TIMEOUT",
+               .type = T::kInteger,
+               .presence = P::kOptional,
+               .note = "`nic.ib_timeout`",
+               .min = 1,
+               .max = 31,
+               .doc = "overrides `nic.ib_timeout`"});
+  k.push_back({.path = "nccl.NCCL_IB_RETRY_CNT",
+               .type = T::kInteger,
+               .presence = P::kOptional,
+               .note = "`nic.ib_retry_cnt`",
+               .min = 0,
+               .max = 7,
+               .doc = "overrides `nic.ib_retry_cnt`"});
+  k.push_back({.path = "nccl.NCCL_TOPO_FILE",
+               .type = T::kFile,
+               .presence = P::kOptional,
+               .doc = "an NCCL topology XML (checked to load as NCCL would); giving NCCL the "
+                      "topology makes the ring order topology-aware: `server_order` defaults to "
+                      "`\"leaf\"`"});
+  k.push_back({.path = "nccl.server_order",
+               .type = T::kChoice,
+               .presence = P::kDerived,
+               .note = "`\"hostfile\"` (`\"leaf\"` with a topology file)",
+               .choices = {"hostfile", "leaf"},
+               .doc = "order of the servers along rings and trees: server index order as a "
+                      "hostfile places ranks, or servers under one leaf switch adjacent"});
+  k.push_back({.path = "nccl.server_list",
+               .type = T::kIntegerList,
+               .fallback = std::vector<std::int64_t>{},
+               .min = 0,
+               .max = 1 << 20,
+               .type_note = "array of server indices",
+               .doc = "an explicit server order (every server of the communicator once) instead "
+                      "of `server_order`"});
+  k.push_back({.path = "nccl.ll128",
+               .type = T::kBoolean,
+               .fallback = c.ll128_enabled,
+               .doc = "let the tuner choose LL128 (NCCL enables it only on NVLink/PXB paths)"});
+  k.push_back({.path = "nccl.gpu",
+               .type = T::kChoice,
+               .presence = P::kDerived,
+               .note = "from `server.gpu_sm` (`\"a100\"` below 90, else `\"h100\"`)",
+               .choices = gpu_preset_names(),
+               .doc = "GPU preset: HBM bandwidth, SMs, one thread block's copy rate"});
+  k.push_back(
+      {.path = "nccl.gpu_hbm",
+       .type = T::kBandwidth,
+       .presence = P::kDerived,
+       .note = "the preset's",
+       .positive = true,
+       .doc = "HBM bandwidth (reads and writes together)",
+       .number = {[](const Scenario& s) { return static_cast<double>(s.gpu.hbm.bps()) / 8e9; },
+                  [](Scenario& s, double gbs) {
+                    s.gpu.hbm =
+                        Bandwidth::from_bps(static_cast<Bandwidth::rep>(std::llround(gbs * 8e9)));
+                  }}});
+  k.push_back(
+      {.path = "nccl.gpu_channel_rate",
+       .type = T::kBandwidth,
+       .presence = P::kDerived,
+       .note = "the preset's: A100 20 GB/s, H100/H200 36.7 GB/s (NCCL's per-channel ceiling, "
+               "tuning.cc `perChMaxRingLL128Bws`)",
+       .positive = true,
+       .doc = "how fast one channel's thread block copies or reduces; `\"0bps\"` is not allowed, "
+              "use a large value for \"unlimited\". The channel count inside a server follows "
+              "NCCL's graph-search figure instead (topo.h: 20 GB/s per channel on A100, 20.6 on "
+              "H100), which this key does not change"});
+  k.push_back({.path = "nccl.gpu_sms",
+               .type = T::kInteger,
+               .presence = P::kDerived,
+               .note = "the preset's",
+               .min = 1,
+               .max = 4096,
+               .doc = "streaming multiprocessors (one per channel goes to NCCL)"});
+  // Step and launch latencies: NcclConfig's defaults (NCCL's tuner tables, cited there), in
+  // calibration's unit µs.
+  for (int p = 0; p < 3; ++p)
+    for (int l = 0; l < 3; ++l)
+      k.push_back(
+          {.path = fmt::format("nccl.step_latency.{}_{}", kProtos[p], kLinks[l]),
+           .type = T::kTime,
+           .fallback = from_us(c.step_latency_us[p][l]),
+           .note = "NCCL's tuner hwLat (ring)",
+           .doc = fmt::format("software time of one {} pipeline step over {} (flag wait, fences, "
+                              "proxy hand-off); the fabric adds wire latency on top. "
+                              "Calibration data",
+                              kProtoNames[p], l == 2 ? "the network" : kLinks[l]),
+           .number = {[p, l](const Scenario& s) { return s.nccl.step_latency_us[p][l]; },
+                      [p, l](Scenario& s, double v) { s.nccl.step_latency_us[p][l] = v; }},
+           .fit = {Use::kOnRequest, 0.01, 1000, 0, 6 + 3 * p + l}});
+  for (int p = 0; p < 3; ++p)
+    k.push_back({.path = fmt::format("nccl.launch_latency.{}", kProtos[p]),
+                 .type = T::kTime,
+                 .fallback = from_us(c.launch_latency_us[p]),
+                 .note = "NCCL's base latency",
+                 .doc = fmt::format("fixed cost of launching a collective with {}", kProtoNames[p]),
+                 .number = {[p](const Scenario& s) { return s.nccl.launch_latency_us[p]; },
+                            [p](Scenario& s, double v) { s.nccl.launch_latency_us[p] = v; }},
+                 .fit = {Use::kDefault, 0.1, 1000, 0, 2 + p}});
+}
+
+void add_flow_prices(std::vector<KeySpec>& k) {
+  const auto efficiency = [&](std::string cls, std::string doc, KeyNumber number, FitSpec fit) {
+    k.push_back({.path = "flow.efficiency_" + cls,
+                 .type = T::kReal,
+                 .presence = P::kOptional,
+                 .note = "1 (none)",
+                 .min = 0.01,
+                 .max = 1,
+                 .doc = std::move(doc),
+                 .number = std::move(number),
+                 .fit = fit});
+  };
+  efficiency("nvlink", "NVLink links",
+             {[](const Scenario& s) { return s.flow_efficiency.nvlink; },
+              [](Scenario& s, double v) { s.flow_efficiency.nvlink = v; }},
+             {Use::kDefault, 0.05, 1.0, 0, 0});
+  // The PCIe class only carries collectives on servers without NVLink: usually set directly
+  // from fabricsim-bench's host copies, fitted when asked for.
+  efficiency("pcie", "PCIe links",
+             {[](const Scenario& s) { return s.flow_efficiency.pcie; },
+              [](Scenario& s, double v) { s.flow_efficiency.pcie = v; }},
+             {Use::kOnRequest, 0.05, 1.0, 0, 5});
+  efficiency("network", "network links",
+             {[](const Scenario& s) { return s.flow_efficiency.network; },
+              [](Scenario& s, double v) { s.flow_efficiency.network = v; }},
+             {Use::kDefault, 0.05, 1.0, 0, 1});
+  const ExecutionOptions e{};
+  k.push_back({.path = "flow.collectives",
+               .type = T::kChoice,
+               .fallback = text("auto"),
+               .choices = {"auto", "slices", "streams"},
+               .doc = "how collectives run at flow level: `\"slices\"` as NCCL's primitives (one "
+                      "flow per slice, with credits), `\"streams\"` as one pipeline flow per "
+                      "channel (ring, chain, tree; one per sender for point to point) plus the "
+                      "analytic pipeline fill (see [collectives.md](collectives.md)), `\"auto\"` "
+                      "streams a collective of more than `stream_above_primitives` primitives"});
+  k.push_back({.path = "flow.stream_above_primitives",
+               .type = T::kInteger,
+               .fallback = integer(static_cast<std::int64_t>(e.stream_above)),
+               .min = 0,
+               .doc = "the threshold of `\"auto\"`"});
+
+  const auto price = [&](std::string name, std::string doc) {
+    k.push_back({.path = "prices." + name,
+                 .type = T::kReal,
+                 .presence = P::kOptional,
+                 .min = 0,
+                 .max = 1e12,
+                 .doc = std::move(doc)});
+  };
+  price("server", "per server (GPUs, NICs and internals included)");
+  price("switch", "per network switch");
+  price("nic", "per NIC, when not in the server price");
+  price("copper_cable", "per copper (DAC) cable");
+  price("optical_cable", "per optical cable");
+  price("transceiver", "per optical transceiver (two per optical cable)");
+  k.push_back({.path = "prices.copper_max_length",
+               .type = T::kLength,
+               .fallback = number(AnalysisOptions{}.copper_max_m),
+               .doc = "longer cables are optical"});
+}
+
+std::vector<KeySpec> make_schema() {
+  std::vector<KeySpec> k;
+  add_top_and_simulation(k);
+  add_server(k);
+  add_fabric(k);
+  add_nic(k);
+  add_switch(k);
+  add_traffic(k);
+  add_workload(k);
+  add_study_expected(k);
+  add_nccl(k);
+  add_flow_prices(k);
+  return k;
+}
+
+std::string quoted_list(const std::vector<std::string>& v) {
+  std::vector<std::string> q;
+  for (const auto& s : v) q.push_back(fmt::format("`\"{}\"`", s));
+  return fmt::format("{}", fmt::join(q, ", "));
+}
+
+std::string range_text(double min, double max) {
+  const auto num = [](double v) { return fmt::format("{}", v); };
+  if (min > -kUnbounded && max < kUnbounded) return fmt::format("{} … {}", num(min), num(max));
+  if (min > -kUnbounded) return fmt::format("≥ {}", num(min));
+  if (max < kUnbounded) return fmt::format("≤ {}", num(max));
+  return "";
+}
+
+}  // namespace
+
+std::string_view KeySpec::table() const {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? std::string_view{} : std::string_view(path).substr(0, dot);
+}
+
+std::string_view KeySpec::name() const {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? std::string_view(path) : std::string_view(path).substr(dot + 1);
+}
+
+const std::vector<KeySpec>& scenario_schema() {
+  static const std::vector<KeySpec> schema = make_schema();
+  return schema;
+}
+
+const std::vector<SectionSpec>& scenario_sections() {
+  static const std::vector<SectionSpec> sections = make_sections();
+  return sections;
+}
+
+const KeySpec* find_scenario_key(std::string_view path) {
+  static const std::map<std::string, const KeySpec*, std::less<>> index = [] {
+    std::map<std::string, const KeySpec*, std::less<>> m;
+    for (const auto& k : scenario_schema()) m.emplace(k.path, &k);
+    return m;
+  }();
+  const auto it = index.find(path);
+  return it == index.end() ? nullptr : it->second;
+}
+
+bool is_scenario_path(std::string_view path) {
+  if (find_scenario_key(path)) return true;
+  const std::string prefix = std::string(path) + ".";
+  return std::any_of(scenario_schema().begin(), scenario_schema().end(),
+                     [&](const KeySpec& k) { return k.path.starts_with(prefix); });
+}
+
+std::string nearest_scenario_key(std::string_view path) {
+  std::vector<std::string> known;
+  for (const auto& k : scenario_schema()) known.push_back(k.path);
+  return nearest_key(path, known).value_or("");
+}
+
+std::string toml_text(const KeyValue& value, KeyType type) {
+  return std::visit(
+      [&](const auto& v) -> std::string {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::monostate>) {
+          return "";
+        } else if constexpr (std::is_same_v<V, bool>) {
+          return v ? "true" : "false";
+        } else if constexpr (std::is_same_v<V, double>) {
+          return type == KeyType::kLength ? fmt::format("\"{}m\"", v) : fmt::format("{}", v);
+        } else if constexpr (std::is_same_v<V, std::int64_t>) {
+          return fmt::format("{}", v);
+        } else if constexpr (std::is_same_v<V, std::string>) {
+          return fmt::format("\"{}\"", v);
+        } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+          std::vector<std::string> q;
+          for (const auto& s : v) q.push_back(fmt::format("\"{}\"", s));
+          return fmt::format("[{}]", fmt::join(q, ", "));
+        } else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) {
+          return fmt::format("[{}]", fmt::join(v, ", "));
+        } else if constexpr (std::is_same_v<V, Bytes>) {
+          // NCCL's environment gives sizes as plain byte counts.
+          return type == KeyType::kByteCount ? fmt::format("{}", v.count())
+                                             : fmt::format("\"{}\"", to_string(v));
+        } else {
+          return fmt::format("\"{}\"", to_string(v));
+        }
+      },
+      value);
+}
+
+std::string describe_type(const KeySpec& k) {
+  if (!k.type_note.empty()) return k.type_note;
+  const std::string range = range_text(k.min, k.max);
+  const auto with = [](std::string base, const std::string& r) {
+    return r.empty() ? base : base + " " + r;
+  };
+  switch (k.type) {
+    case KeyType::kString:
+      return "string";
+    case KeyType::kChoice:
+      return quoted_list(k.choices);
+    case KeyType::kBoolean:
+      return "boolean";
+    case KeyType::kInteger:
+      return with("integer", range);
+    case KeyType::kReal:
+      return with("number", range);
+    case KeyType::kTime:
+      return k.positive ? "time > 0" : "time";
+    case KeyType::kSize:
+      return k.positive ? "size > 0" : "size";
+    case KeyType::kByteCount:
+      return "size, or integer bytes";
+    case KeyType::kBandwidth:
+      return k.positive ? "bandwidth > 0" : "bandwidth";
+    case KeyType::kLength:
+      return "length (`\"3m\"`)";
+    case KeyType::kFile:
+      return "file";
+    case KeyType::kStringList:
+      return k.choices.empty() ? "array of strings" : "array of " + quoted_list(k.choices);
+    case KeyType::kIntegerList:
+      return with("array of integers", range);
+    case KeyType::kSizeList:
+      return "array of sizes";
+  }
+  return "";
+}
+
+std::string describe_default(const KeySpec& k) {
+  switch (k.presence) {
+    case Presence::kDefault: {
+      const std::string v = fmt::format("`{}`", toml_text(k.fallback, k.type));
+      return k.note.empty() ? v : v + " " + k.note;
+    }
+    case Presence::kRequired:
+      return k.note.empty() ? "required" : "required " + k.note;
+    case Presence::kOptional:
+      return k.note.empty() ? "—" : k.note;
+    case Presence::kDerived:
+      return k.note;
+  }
+  return "";
+}
+
+}  // namespace fabricsim
