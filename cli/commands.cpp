@@ -22,8 +22,10 @@
 #include "report/nccl_tests_output.hpp"
 #include "report/perftest_output.hpp"
 #include "report/results.hpp"
+#include "report/scenario_doc.hpp"
 #include "report/trace.hpp"
 #include "scenario/scenario.hpp"
+#include "scenario/schema.hpp"
 #include "topo/nccl_xml.hpp"
 #include "validation/parsers.hpp"
 
@@ -446,6 +448,13 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   check->add_flag("--resolved", resolved, "Print the scenario as it would run, defaults included");
   check->add_flag("--force", force, kForceHelp);
 
+  std::string schema_prefix;
+  bool schema_json = false;
+  CLI::App* schema =
+      app.add_subcommand("schema", "Print every scenario key: type, default, range, meaning");
+  schema->add_option("prefix", schema_prefix, "Only the keys under this path (e.g. nic.dcqcn)");
+  schema->add_flag("--json", schema_json, "As JSON, for tools");
+
   TopoArgs topo_args;
   CLI::App* topo =
       app.add_subcommand("topo", "Build a scenario's cluster and summarise its topology");
@@ -554,10 +563,21 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
           preflight(point, cluster, force);
         }
       if (resolved) {
-        out << toml::toml_formatter(s.resolved) << '\n';
+        out << resolved_scenario_toml(s);
       } else {
         out << fmt::format("{}: scenario '{}' is valid\n", check_args.file, s.name);
       }
+      return kExitOk;
+    }
+    if (*schema) {
+      if (!schema_prefix.empty() && !is_scenario_path(schema_prefix)) {
+        const std::string near = nearest_scenario_key(schema_prefix);
+        err << fmt::format("fabricsim: error: no scenario key or table '{}'{}\n", schema_prefix,
+                           near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
+        return kExitUsage;
+      }
+      out << (schema_json ? scenario_keys_json(schema_prefix)
+                          : scenario_keys_markdown(schema_prefix));
       return kExitOk;
     }
     if (*topo) return run_topo(topo_args, out, err);

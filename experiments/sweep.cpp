@@ -14,6 +14,7 @@
 #include "experiments/run.hpp"
 #include "experiments/training.hpp"
 #include "scenario/scenario.hpp"
+#include "scenario/schema.hpp"
 
 namespace fabricsim {
 
@@ -128,6 +129,14 @@ std::vector<SweepAxis> sweep_axes(const std::filesystem::path& file,
     }
     axes.push_back(std::move(axis));
   }
+  // An axis must name a key of the schema: a typo fails here, once, before any point loads.
+  for (const auto& axis : axes)
+    if (find_scenario_key(axis.key) == nullptr) {
+      const std::string near = nearest_scenario_key(axis.key);
+      throw ConfigError(
+          {fmt::format("{}: sweep: '{}' is not a scenario key{}", axis.origin, axis.key,
+                       near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near))});
+    }
   return axes;
 }
 

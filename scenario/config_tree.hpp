@@ -137,6 +137,8 @@ class ConfigReader {
   // Adds an error about `key` of this table (positioned at the key's value when present).
   void error(std::string_view key, std::string_view message);
   bool has(std::string_view key) const;
+  // Problems found so far (this reader's and every other one's of the scenario).
+  std::size_t error_count() const { return errors_.size(); }
   // Accepts `key` without reading it (a table another layer interprets, e.g. [sweep]).
   void skip(std::string_view key) { known_.emplace_back(key); }
   // Keys that exist in the schema but do not apply here: an error if written, naming why.

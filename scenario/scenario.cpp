@@ -36,9 +36,12 @@ class Keys {
   void finish() { r_.finish(); }
   void error(std::string_view key, std::string_view message) { r_.error(key, message); }
   bool has(std::string_view key) const { return r_.has(key); }
+  std::size_t error_count() const { return r_.error_count(); }
   void skip(std::string_view key) { r_.skip(key); }
   void not_applicable(const std::vector<std::string_view>& keys, std::string_view why) {
-    for (const auto key : keys) (void)row(key);
+    for (const auto key : keys)
+      if (!is_scenario_path(path_of(key)))
+        throw std::logic_error("scenario path '" + path_of(key) + "' is not in the schema");
     r_.not_applicable(keys, why);
   }
   ConfigReader& reader() { return r_; }
@@ -160,8 +163,11 @@ class Keys {
   }
 
  private:
+  std::string path_of(std::string_view key) const {
+    return table_.empty() ? std::string(key) : table_ + "." + std::string(key);
+  }
   const KeySpec& row(std::string_view key) const {
-    const std::string path = table_.empty() ? std::string(key) : table_ + "." + std::string(key);
+    const std::string path = path_of(key);
     const KeySpec* k = find_scenario_key(path);
     if (k == nullptr)
       throw std::logic_error("scenario key '" + path +
@@ -276,7 +282,10 @@ void read_server_layout(Keys& sv, ServerSpec& server) {
   const int levels = static_cast<int>(sv.integer(
       "pcie_switch_levels", server.pcie_switches.empty() ? 1 : server.pcie_switches[0].levels));
   const auto switches = static_cast<std::int64_t>(sw_sockets.size());
+  const std::size_t errors_before = sv.error_count();
   gpu_sw = sv.integer_list("gpu_pcie_switch", gpu_sw, switches - 1);
+  if (gpu_sw.empty() && sv.error_count() == errors_before)
+    sv.error("gpu_pcie_switch", "is empty: a server has at least one GPU");
   nic_sw = sv.integer_list("nic_pcie_switch", nic_sw, switches - 1);
   server.pcie_switches.clear();
   for (const auto socket : sw_sockets)
@@ -412,16 +421,16 @@ void read_nic(Keys& nic, Scenario& s) {
   n.message_rate_mpps = nic.real("message_rate_mpps");
   s.network.host.gpudirect = nic.boolean("gpudirect");
   s.network.host.gdr_level = gdr_distance(nic.choice("gdr_level"));
-  {
+  if (tcp) {
     Keys t = nic.table("tcp");
-    if (!tcp && nic.has("tcp")) t.error("congestion", "applies only to nic.transport = \"tcp\"");
-    const bool dctcp = t.choice("congestion") == "dctcp";
-    if (tcp) n.congestion = dctcp ? &kDctcp : &kNewReno;
+    n.congestion = t.choice("congestion") == "dctcp" ? &kDctcp : &kNewReno;
     n.newreno.initial_window = static_cast<int>(t.integer("initial_window"));
     n.tcp.min_rto = t.time("min_rto");
     n.dctcp.g = t.real("dctcp_g");
     n.tcp.host_latency = t.time("host_latency");
     t.finish();
+  } else {
+    nic.not_applicable({"tcp"}, "[nic.tcp] is for nic.transport = \"tcp\"");
   }
   Keys d = nic.table("dcqcn");
   DcqcnConfig& c = n.dcqcn;
@@ -554,13 +563,12 @@ void read_nccl(Keys& r, Scenario& s) {
     (void)read_file_or_report(r, "NCCL_TOPO_FILE", *topo_file, import_nccl_xml, s.cluster.server);
   }
   // A topology file gives NCCL the fabric's structure: servers under one leaf go adjacent.
-  if (r.has("server_order") && r.has("server_list"))
-    r.error("server_list", "give either nccl.server_order or nccl.server_list");
   c.server_list.clear();
   for (auto v : r.integer_list("server_list")) c.server_list.push_back(static_cast<int>(v));
-  if (!c.server_list.empty())
+  if (!c.server_list.empty()) {
+    r.not_applicable({"server_order"}, "nccl.server_list gives the order");
     c.server_order = ServerOrder::kList;
-  else
+  } else
     c.server_order = r.choice("server_order", topo_file ? "leaf" : "hostfile") == "leaf"
                          ? ServerOrder::kLeaf
                          : ServerOrder::kHostfile;
@@ -592,7 +600,9 @@ void read_workload(Keys& w, Scenario& s) {
   WorkloadSpec& k = s.workload;
   k.model_params = w.real("model_params");
   const int servers = std::max(1, s.cluster.servers);
-  const int gpus = s.cluster.servers > 0 ? static_cast<int>(s.cluster.server.gpus.size()) : 1;
+  // At least one (an invalid GPU list is already an error; nothing divides by zero meanwhile).
+  const int gpus =
+      std::max(1, s.cluster.servers > 0 ? static_cast<int>(s.cluster.server.gpus.size()) : 1);
   k.pipeline_stages = static_cast<int>(w.integer("pipeline_stages"));
   if (servers % k.pipeline_stages != 0)
     w.error("pipeline_stages",

@@ -1,7 +1,8 @@
 #pragma once
 // The scenario: everything a run needs, as plain structs with units. Parsed and validated at
-// the edge (this file), so models never see a string. Every key is documented in
-// docs/scenario.md (a test checks that each key the loader knows appears there).
+// the edge (this file), so models never see a string. Every key is a row of the schema
+// (scenario/schema.hpp), which the loader reads keys through and docs/scenario.md is generated
+// from.
 
 #include <cstdint>
 #include <filesystem>

@@ -1302,8 +1302,14 @@ bool is_scenario_path(std::string_view path) {
 }
 
 std::string nearest_scenario_key(std::string_view path) {
+  // Keys and the tables above them ("nic.dcqcn"), each once.
   std::vector<std::string> known;
-  for (const auto& k : scenario_schema()) known.push_back(k.path);
+  for (const auto& k : scenario_schema()) {
+    known.push_back(k.path);
+    for (auto dot = k.path.find('.'); dot != std::string::npos; dot = k.path.find('.', dot + 1))
+      if (std::find(known.begin(), known.end(), k.path.substr(0, dot)) == known.end())
+        known.push_back(k.path.substr(0, dot));
+  }
   return nearest_key(path, known).value_or("");
 }
 
@@ -1316,7 +1322,11 @@ std::string toml_text(const KeyValue& value, KeyType type) {
         } else if constexpr (std::is_same_v<V, bool>) {
           return v ? "true" : "false";
         } else if constexpr (std::is_same_v<V, double>) {
-          return type == KeyType::kLength ? fmt::format("\"{}m\"", v) : fmt::format("{}", v);
+          if (type == KeyType::kLength) return fmt::format("\"{}m\"", v);
+          // A TOML float even when whole ("1.0", not the integer "1").
+          std::string text = fmt::format("{}", v);
+          if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+          return text;
         } else if constexpr (std::is_same_v<V, std::int64_t>) {
           return fmt::format("{}", v);
         } else if constexpr (std::is_same_v<V, std::string>) {
@@ -1327,10 +1337,6 @@ std::string toml_text(const KeyValue& value, KeyType type) {
           return fmt::format("[{}]", fmt::join(q, ", "));
         } else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) {
           return fmt::format("[{}]", fmt::join(v, ", "));
-        } else if constexpr (std::is_same_v<V, Bytes>) {
-          // NCCL's environment gives sizes as plain byte counts.
-          return type == KeyType::kByteCount ? fmt::format("{}", v.count())
-                                             : fmt::format("\"{}\"", to_string(v));
         } else {
           return fmt::format("\"{}\"", to_string(v));
         }

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "experiments/sweep.hpp"
 #include "fabricsim/version.hpp"
+#include "scenario/schema.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -56,6 +57,40 @@ TEST(Cli, CheckResolvedPrintsDefaultsAndOverrides) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("mtu = '1KiB'"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("header = '82B'"), std::string::npos) << r.out;  // a default
+}
+
+TEST(Cli, CheckResolvedSaysWhereEachValueCameFrom) {
+  const Outcome r =
+      cli({"check", kSource + "/tests/data/child.toml", "--resolved", "--set", "nic.mtu=1KiB"});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("mtu = '1KiB'  # --set 'nic.mtu=1KiB'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cnp_priority = 6  # default"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("header = '82B'  # derived"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hosts = 8  # " + kSource + "/tests/data/child.toml:"), std::string::npos)
+      << r.out;
+  // Schema order: [nic] before its sub-table [nic.dcqcn], every table once.
+  EXPECT_LT(r.out.find("[nic]\n"), r.out.find("[nic.dcqcn]\n"));
+  EXPECT_EQ(r.out.find("[nic]\n"), r.out.rfind("[nic]\n"));
+}
+
+TEST(Cli, SchemaPrintsTheKeysAsMarkdownOrJson) {
+  const Outcome md = cli({"schema", "nic.dcqcn"});
+  ASSERT_EQ(md.code, 0) << md.err;
+  EXPECT_NE(md.out.find("| `nic.dcqcn.variant` | `\"firmware\"`, `\"paper\"` | `\"firmware\"` |"),
+            std::string::npos)
+      << md.out;
+  EXPECT_EQ(md.out.find("`nic.mtu`"), std::string::npos) << "only the keys under the prefix";
+  const Outcome js = cli({"schema", "--json"});
+  ASSERT_EQ(js.code, 0) << js.err;
+  std::size_t rows = 0;
+  for (auto at = js.out.find("\"key\" : "); at != std::string::npos;
+       at = js.out.find("\"key\" : ", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, scenario_schema().size());
+  EXPECT_EQ(js.out.front(), '[');
+  const Outcome bad = cli({"schema", "nic.dcqcm"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("did you mean 'nic.dcqcn"), std::string::npos) << bad.err;
 }
 
 TEST(Cli, RunWritesResultsAndSameSeedGivesIdenticalFiles) {

@@ -168,10 +168,12 @@ TEST_F(BadInput, CheckRefusesWhatRunWouldRefuseAtTheScenariosOwnPosition) {
       default_with({{"hosts = 9", "hosts = 70000"}, {"buffer = \"1MiB\"", "buffer = \"32MiB\""}}));
   both_refuse(buffer,
               buffer + ":32:10: switch.buffer:", "smaller than the reserved (140000 x 4KiB)");
-  // A typo in a [sweep] key is the scenario's, not a command-line --set's.
+  // A typo in a [sweep] key is the scenario's, not a command-line --set's, and is found in the
+  // schema before any point loads.
   const std::string typo =
       write("typo.toml", default_with({}) + "\n[sweep]\n\"fabric.hostz\" = [9, 10]\n");
-  both_refuse(typo, typo + ":42:18: [sweep] fabric.hostz=9:", "did you mean 'hosts'?");
+  both_refuse(typo, typo + ":42:18: sweep: 'fabric.hostz' is not a scenario key",
+              "did you mean 'fabric.hosts'?");
 }
 
 TEST_F(BadInput, SprayingAtFlowLevelIsRefusedInsteadOfCollidingEveryFlow) {

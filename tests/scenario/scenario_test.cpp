@@ -22,13 +22,6 @@ std::vector<std::string> errors_of(const std::function<void()>& f) {
   return {};
 }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 TEST(Scenario, DefaultScenarioLoadsWithItsValues) {
@@ -119,21 +112,6 @@ TEST(Scenario, MissingRequiredKeysAreNamed) {
                         "mem.toml:3:1: missing required key 'traffic.message_size' (written with "
                         "its unit, e.g. \"64KiB\")",
                     }));
-}
-
-TEST(Scenario, EveryKeyTheLoaderKnowsIsDocumented) {
-  const std::string doc = read(std::string(FABRICSIM_SOURCE_DIR) + "/docs/scenario.md");
-  int scenarios = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(
-           std::string(FABRICSIM_SOURCE_DIR) + "/scenarios")) {
-    if (e.path().extension() != ".toml") continue;
-    ++scenarios;
-    const Scenario s = load_scenario(e.path());
-    for (const auto& key : known_scenario_keys(s))
-      EXPECT_NE(doc.find("`" + key + "`"), std::string::npos)
-          << key << " (" << e.path() << ") is not in docs/scenario.md";
-  }
-  EXPECT_GE(scenarios, 2);
 }
 
 TEST(Scenario, RegressionInputsGiveCleanErrorsOrValidScenarios) {
