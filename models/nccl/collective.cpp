@@ -1,5 +1,7 @@
 #include "models/nccl/collective.hpp"
 
+#include "models/nccl/plan.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -29,7 +31,8 @@ double CollectiveResult::mean_us() const {
   return sum / static_cast<double>(rank_finish.size());
 }
 
-// Turns one request into streams, primitives and connections (see the header for the rules).
+// Turns one request into streams, primitives and connections (see the header for the rules):
+// per channel the algorithm's plan (models/nccl/plan.hpp), executed as primitives or streamed.
 class CollectiveEngine::Builder {
  public:
   Builder(CollectiveEngine& engine, Run& run, const CommLayout& layout, int channels)
@@ -44,14 +47,8 @@ class CollectiveEngine::Builder {
       return;
     }
     for (int c = 0; c < channels_; ++c) {
-      const std::uint64_t bytes = share(req.bytes, c);
-      if (req.op == CollOp::kAllReduce && run_.result.algo == Algo::kTree)
-        streamed ? stream_tree(c, bytes) : tree(c, bytes);
-      else if (req.op == CollOp::kBroadcast || req.op == CollOp::kReduce)
-        streamed ? stream_chain(c, bytes, req.op == CollOp::kReduce, req.root)
-                 : chain(c, bytes, req.op == CollOp::kReduce, req.root);
-      else
-        streamed ? stream_ring(c, bytes, req.op) : ring(c, bytes, req.op);
+      const CollectivePlan plan = plan_collective(channel(c), req.op, run_.result.algo, req.root);
+      streamed ? run_streamed(plan, c, share(req.bytes, c)) : execute(plan, c, share(req.bytes, c));
     }
   }
 
@@ -117,103 +114,54 @@ class CollectiveEngine::Builder {
     return it->second;
   }
 
-  void ring(int c, std::uint64_t bytes, CollOp op_kind) {
-    const CommChannel& ch = channel(c);
-    const auto n = static_cast<std::uint32_t>(ch.ring.size());
-    std::vector<std::uint32_t> s(n);
-    for (std::uint32_t i = 0; i < n; ++i) s[i] = stream(ch.ring[i]);
-    std::vector<std::uint32_t> out(n);  // connection ring[i] -> ring[i+1]
-    for (std::uint32_t i = 0; i < n; ++i)
-      out[i] = conn(c, ch.ring[i], ch.ring[(i + 1) % n], 0, s[i], s[(i + 1) % n]);
-    for (const std::uint64_t real : chunker_.chunks(bytes, n)) {
-      const auto sl = chunker_.slices(real);
-      for (std::uint32_t i = 0; i < n; ++i) {
-        const std::uint32_t in = out[(i + n - 1) % n], to = out[i];
-        // Step 0 sends the rank's own chunk; then steps that receive, combine and forward.
-        for (auto b : sl) op(s[i], {}, {to}, b, false);
-        if (op_kind == CollOp::kAllReduce) {
-          for (std::uint32_t k = 1; k + 1 < n; ++k)
-            for (auto b : sl) op(s[i], {in}, {to}, b, true);  // recvReduceSend
-          for (auto b : sl) op(s[i], {in}, {to}, b, true);    // recvReduceCopySend
-          for (std::uint32_t k = 1; k + 1 < n; ++k)
-            for (auto b : sl) op(s[i], {in}, {to}, b, false);  // recvCopySend
-          for (auto b : sl) op(s[i], {in}, {}, b, false);      // recv
-        } else {
-          const bool reduce = op_kind == CollOp::kReduceScatter;
-          for (std::uint32_t k = 1; k + 1 < n; ++k)
-            for (auto b : sl) op(s[i], {in}, {to}, b, reduce);
-          for (auto b : sl) op(s[i], {in}, {}, b, reduce);
+  // The connection of plan edge `e` on channel c (a tree's two lanes are kinds 1 and 2, so
+  // that its up and down connections between two ranks differ), between the streams (or, for
+  // the streamed execution, the ranks) given.
+  std::uint32_t plan_conn(const CollectivePlan& plan, int c, std::uint32_t e, std::uint32_t sender,
+                          std::uint32_t receiver) {
+    const PlanEdge& pe = plan.edges[e];
+    const int kind = plan.shape == CollectivePlan::Shape::kTree ? pe.lane + 1 : 0;
+    return conn(c, pe.from, pe.to, kind, sender, receiver);
+  }
+
+  // The primitives: per unit, rank and step, `repeat` primitives per slice (or per unit where
+  // the plan is not sliced), on the rank's stream of the step's lane.
+  void execute(const CollectivePlan& plan, int c, std::uint64_t bytes) {
+    const auto lanes = static_cast<std::uint32_t>(plan.lanes);
+    std::vector<std::uint32_t> position(layout_.ranks.size());
+    std::vector<std::uint32_t> streams(plan.order.size() * lanes);
+    for (std::uint32_t p = 0; p < plan.order.size(); ++p) {
+      position[plan.order[p]] = p;
+      for (std::uint32_t l = 0; l < lanes; ++l) streams[p * lanes + l] = stream(plan.order[p]);
+      // A tree's reduce block pokes its broadcast block (the root's waits for it).
+      if (lanes == 2)
+        run_.streams[streams[p * lanes]].partner =
+            static_cast<std::int32_t>(streams[p * lanes + 1]);
+    }
+    const auto stream_of = [&](std::uint32_t rank, std::uint8_t lane) {
+      return streams[position[rank] * lanes + lane];
+    };
+    std::vector<std::uint32_t> conns(plan.edges.size());
+    for (std::uint32_t e = 0; e < plan.edges.size(); ++e)
+      conns[e] = plan_conn(plan, c, e, stream_of(plan.edges[e].from, plan.edges[e].lane),
+                           stream_of(plan.edges[e].to, plan.edges[e].lane));
+    std::vector<std::uint32_t> recvs, sends;
+    for (const std::uint64_t unit : plan.units(chunker_, bytes)) {
+      const std::vector<std::uint64_t> parts =
+          plan.sliced() ? chunker_.slices(unit) : std::vector<std::uint64_t>{unit};
+      for (std::uint32_t p = 0; p < plan.order.size(); ++p) {
+        std::int32_t lane0_op = -1;
+        for (const PlanStep& step : plan.steps_of(p)) {
+          recvs.clear();
+          sends.clear();
+          for (const std::uint32_t e : plan.recvs(step)) recvs.push_back(conns[e]);
+          for (const std::uint32_t e : plan.sends(step)) sends.push_back(conns[e]);
+          const std::uint32_t s = streams[p * lanes + step.lane];
+          for (std::uint32_t k = 0; k < step.repeat; ++k)
+            for (const std::uint64_t b : parts)
+              op(s, recvs, sends, b, step.reduce, step.after_lane0 ? lane0_op : -1);
+          if (step.lane == 0) lane0_op = static_cast<std::int32_t>(run_.ops.size() - 1);
         }
-      }
-    }
-    commit();
-  }
-
-  // The ranks of channel c's ring in chain order: from the root for Broadcast, ending at it
-  // for Reduce (the data flows towards the root).
-  std::vector<std::uint32_t> chain_order(int c, bool reduce, int root) const {
-    const CommChannel& ch = channel(c);
-    const auto n = static_cast<std::uint32_t>(ch.ring.size());
-    const auto root_pos = static_cast<std::uint32_t>(
-        std::find(ch.ring.begin(), ch.ring.end(), static_cast<std::uint32_t>(root)) -
-        ch.ring.begin());
-    std::vector<std::uint32_t> order(n);
-    for (std::uint32_t i = 0; i < n; ++i) order[i] = ch.ring[(root_pos + (reduce ? i + 1 : i)) % n];
-    return order;
-  }
-
-  // Broadcast (root first, data flows along the ring) or Reduce (towards the root, last).
-  void chain(int c, std::uint64_t bytes, bool reduce, int root) {
-    const std::vector<std::uint32_t> order = chain_order(c, reduce, root);
-    const auto n = static_cast<std::uint32_t>(order.size());
-    std::vector<std::uint32_t> s(n), out(n);
-    for (std::uint32_t i = 0; i < n; ++i) s[i] = stream(order[i]);
-    for (std::uint32_t i = 0; i + 1 < n; ++i)
-      out[i] = conn(c, order[i], order[i + 1], 0, s[i], s[i + 1]);
-    for (const std::uint64_t real : chunker_.chunks(bytes)) {
-      for (auto b : chunker_.slices(real)) {
-        op(s[0], {}, {out[0]}, b, false);
-        for (std::uint32_t i = 1; i + 1 < n; ++i) op(s[i], {out[i - 1]}, {out[i]}, b, reduce);
-        op(s[n - 1], {out[n - 2]}, {}, b, reduce);
-      }
-    }
-    commit();
-  }
-
-  void tree(int c, std::uint64_t bytes) {
-    const CommChannel& ch = channel(c);
-    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
-    std::vector<std::uint32_t> up(n), down(n);
-    for (std::uint32_t r = 0; r < n; ++r) {
-      up[r] = stream(r);
-      down[r] = stream(r);
-      run_.streams[down[r]].partner = -1;
-      run_.streams[up[r]].partner = static_cast<std::int32_t>(down[r]);
-    }
-    for (const std::uint64_t b : chunker_.chunks(bytes)) {
-      for (std::uint32_t r = 0; r < n; ++r) {
-        std::vector<std::uint32_t> from_children, to_children;
-        for (std::int32_t child : ch.tree_down[r]) {
-          if (child < 0) continue;
-          const auto k = static_cast<std::uint32_t>(child);
-          from_children.push_back(conn(c, k, r, 1, up[k], up[r]));
-          to_children.push_back(conn(c, r, k, 2, down[r], down[k]));
-        }
-        const std::int32_t parent = ch.tree_up[r];
-        const bool leaf = from_children.empty();
-        // Up: receive every child's partial sum, add ours, pass it on (root: keep it).
-        std::vector<std::uint32_t> sends;
-        if (parent >= 0)
-          sends.push_back(conn(c, r, static_cast<std::uint32_t>(parent), 1, up[r],
-                               up[static_cast<std::uint32_t>(parent)]));
-        op(up[r], from_children, sends, b, !leaf);
-        const auto up_op = static_cast<std::int32_t>(run_.ops.size() - 1);
-        // Down: receive the result from the parent (root: from its own reduction), forward.
-        std::vector<std::uint32_t> recvs;
-        if (parent >= 0)
-          recvs.push_back(conn(c, static_cast<std::uint32_t>(parent), r, 2,
-                               down[static_cast<std::uint32_t>(parent)], down[r]));
-        op(down[r], recvs, to_children, b, false, parent < 0 ? up_op : -1);
       }
     }
     commit();
@@ -303,35 +251,47 @@ class CollectiveEngine::Builder {
     run_.pipelines.push_back(std::move(p));
   }
 
+  // The streamed execution of a plan: one pipeline per channel over the plan's edges.
+  void run_streamed(const CollectivePlan& plan, int c, std::uint64_t bytes) {
+    std::vector<std::uint32_t> conns(plan.edges.size());  // streams are the ranks here
+    for (std::uint32_t e = 0; e < plan.edges.size(); ++e)
+      conns[e] = plan_conn(plan, c, e, plan.edges[e].from, plan.edges[e].to);
+    switch (plan.shape) {
+      case CollectivePlan::Shape::kRing:
+        return stream_ring(plan, conns, bytes);
+      case CollectivePlan::Shape::kChain:
+        return stream_chain(plan, conns, bytes);
+      case CollectivePlan::Shape::kTree:
+        return stream_tree(plan, conns, bytes);
+    }
+  }
+
   // Ring: every rank sends from the first step on (its own chunk), so there is no fill; the
   // steps of a rank are coupled to its predecessor's previous step, so the ring takes at least
   // its steps' latencies one after the other (floor: steps x hop, latency-bound sizes), and
   // otherwise its bytes at the common rate; then the last receive.
-  void stream_ring(int c, std::uint64_t bytes, CollOp op_kind) {
-    const CommChannel& ch = channel(c);
-    const auto n = static_cast<std::uint32_t>(ch.ring.size());
-    std::vector<std::uint32_t> out(n);  // connection ring[i] -> ring[i+1]; streams = ranks
-    for (std::uint32_t i = 0; i < n; ++i)
-      out[i] = conn(c, ch.ring[i], ch.ring[(i + 1) % n], 0, ch.ring[i], ch.ring[(i + 1) % n]);
-    // Sends per connection per chunk, and a rank's primitives per slice by kind.
-    const bool all_reduce = op_kind == CollOp::kAllReduce;
-    const std::uint32_t sends = all_reduce ? 2 * (n - 1) : n - 1;
-    const std::uint32_t reduces = all_reduce || op_kind == CollOp::kReduceScatter ? n - 1 : 0;
-    const std::uint32_t copies = (all_reduce ? 2 * n - 1 : n) - reduces;
-    const auto chunks = chunker_.chunks(bytes, n);
+  void stream_ring(const CollectivePlan& plan, const std::vector<std::uint32_t>& out,
+                   std::uint64_t bytes) {
+    const auto n = static_cast<std::uint32_t>(plan.order.size());  // edge i leaves rank i
+    // Sends per connection per chunk, and a rank's primitives per slice by kind (every rank
+    // of a ring runs the same steps).
+    std::uint32_t sends = 0, reduces = 0, copies = 0;
+    for (const PlanStep& st : plan.steps_of(0)) {
+      if (st.send_end > st.send_begin) sends += st.repeat;
+      (st.reduce ? reduces : copies) += st.repeat;
+    }
+    const auto chunks = plan.units(chunker_, bytes);
     const std::uint64_t data =
         std::accumulate(chunks.begin(), chunks.end(), std::uint64_t{0}) * sends;
     const std::uint64_t steps = chunks.size() * sends;
     const std::uint64_t slice = chunker_.first_slice(chunks.front());
-    // The slowest rank's block bounds the ring: per slice of every step it runs `reduces`
-    // reductions and `copies` copies (the last a receive), sending `sends` slices.
+    // The slowest rank's block bounds the ring: per slice of every step it runs each of its
+    // primitives once (on the edge it sends on, the last on the edge it receives on).
     double block = 0, hop = 0;
     const double reduce_share = static_cast<double>(reduces) / (reduces + copies);
     for (std::uint32_t i = 0; i < n; ++i) {
+      block = std::max(block, block_seconds(plan, i, out, slice));
       const Conn& k = run_.conns[out[i]];
-      block = std::max(block, reduces * op_seconds(k, slice, true) +
-                                  (copies - 1) * op_seconds(k, slice, false) +
-                                  op_seconds(run_.conns[out[(i + n - 1) % n]], slice, false));
       hop += reduce_share * hop_seconds(k, slice, true) +
              (1 - reduce_share) * hop_seconds(k, slice, false);
     }
@@ -340,72 +300,79 @@ class CollectiveEngine::Builder {
              static_cast<double>(steps) * hop, op_seconds(run_.conns[out[0]], slice, false));
   }
 
+  // A rank's block time for one slice of every step: its primitives grouped by (edge,
+  // reduce), count x one primitive's time, in the order the groups first appear.
+  double block_seconds(const CollectivePlan& plan, std::uint32_t position,
+                       const std::vector<std::uint32_t>& conns, std::uint64_t slice) const {
+    std::vector<std::pair<std::pair<std::uint32_t, bool>, std::uint32_t>> groups;
+    for (const PlanStep& st : plan.steps_of(position)) {
+      const std::uint32_t e =
+          st.send_end > st.send_begin ? plan.sends(st).front() : plan.recvs(st).front();
+      const auto key = std::make_pair(conns[e], st.reduce);
+      const auto it =
+          std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+      if (it == groups.end())
+        groups.push_back({key, st.repeat});
+      else
+        it->second += st.repeat;
+    }
+    double t = 0;
+    for (const auto& [key, count] : groups)
+      t += count * op_seconds(run_.conns[key.first], slice, key.second);
+    return t;
+  }
+
+  // The reduce flag of the primitive that sends on edge e (the plan's sender step).
+  static bool sends_reduced(const CollectivePlan& plan, std::uint32_t position, std::uint32_t e) {
+    for (const PlanStep& st : plan.steps_of(position))
+      for (const std::uint32_t s : plan.sends(st))
+        if (s == e) return st.reduce;
+    return false;
+  }
+
   // Chain (Broadcast, Reduce): a slice takes n-1 hops before the last rank has it (fill),
   // then the rest streams at the common rate.
-  void stream_chain(int c, std::uint64_t bytes, bool reduce, int root) {
-    const std::vector<std::uint32_t> order = chain_order(c, reduce, root);
-    const auto n = static_cast<std::uint32_t>(order.size());
-    std::vector<std::uint32_t> out(n - 1);
-    for (std::uint32_t i = 0; i + 1 < n; ++i)
-      out[i] = conn(c, order[i], order[i + 1], 0, order[i], order[i + 1]);
+  void stream_chain(const CollectivePlan& plan, const std::vector<std::uint32_t>& out,
+                    std::uint64_t bytes) {
     const std::uint64_t slice = chunker_.first_slice(chunker_.first_chunk(bytes));
     double block = 0, fill = 0;
-    for (const std::uint32_t k : out) {
-      block = std::max(block, op_seconds(run_.conns[k], slice, reduce));
-      fill += hop_seconds(run_.conns[k], slice, reduce);
+    for (const std::uint32_t e : plan.fill) {  // edge e leaves the chain's rank e
+      const bool reduce = sends_reduced(plan, e, e);
+      block = std::max(block, op_seconds(run_.conns[out[e]], slice, reduce));
+      fill += hop_seconds(run_.conns[out[e]], slice, reduce);
     }
-    fill += op_seconds(run_.conns[out.back()], slice, reduce);
+    // The last rank's receive.
+    fill += op_seconds(run_.conns[out.back()], slice, plan.steps.back().reduce);
     pipeline(out, bytes, static_cast<double>(slice) / block, 0, fill);
   }
 
   // Tree: a chunk goes up to the root and back down before the deepest rank has it (fill:
   // the deepest rank's way), then the rest streams at the common rate.
-  void stream_tree(int c, std::uint64_t bytes) {
-    const CommChannel& ch = channel(c);
-    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+  void stream_tree(const CollectivePlan& plan, const std::vector<std::uint32_t>& conns,
+                   std::uint64_t bytes) {
+    const auto n = static_cast<std::uint32_t>(plan.order.size());  // rank r at position r
     const std::uint64_t b = chunker_.first_chunk(bytes);
-    std::vector<std::uint32_t> members, up_of(n, UINT32_MAX), down_of(n, UINT32_MAX);
-    // Connections opened in the order the primitives' builder opens them (children first),
-    // so that both give every edge the same queue pair, hence the same ECMP path.
-    for (std::uint32_t r = 0; r < n; ++r) {
-      for (const std::int32_t child : ch.tree_down[r]) {
-        if (child < 0) continue;
-        const auto k = static_cast<std::uint32_t>(child);
-        up_of[k] = conn(c, k, r, 1, k, r);
-        down_of[k] = conn(c, r, k, 2, r, k);
-      }
-      const std::int32_t parent = ch.tree_up[r];
-      if (parent < 0) continue;
-      const auto p = static_cast<std::uint32_t>(parent);
-      up_of[r] = conn(c, r, p, 1, r, p);
-      down_of[r] = conn(c, p, r, 2, p, r);
-    }
+    std::vector<std::uint32_t> up_of(n, UINT32_MAX), down_of(n, UINT32_MAX);
+    for (std::uint32_t e = 0; e < plan.edges.size(); ++e)
+      (plan.edges[e].lane == 0 ? up_of[plan.edges[e].from] : down_of[plan.edges[e].to]) = conns[e];
+    // Up: a reduction per chunk (a leaf's a send); down: a copy (each rank has a block for each).
+    const auto reduces = [&](std::uint32_t r) { return plan.steps_of(r).front().reduce; };
+    std::vector<std::uint32_t> members;
     double block = 0;
     for (std::uint32_t r = 0; r < n; ++r) {
-      if (ch.tree_up[r] < 0) continue;
+      if (up_of[r] == UINT32_MAX) continue;  // the root
       members.push_back(up_of[r]);
       members.push_back(down_of[r]);
-      // Up: a reduction per chunk; down: a copy (each rank has a block for each).
-      block = std::max({block, op_seconds(run_.conns[up_of[r]], b, true),
+      block = std::max({block, op_seconds(run_.conns[up_of[r]], b, reduces(r)),
                         op_seconds(run_.conns[down_of[r]], b, false)});
     }
     if (members.empty()) return;
-    std::uint32_t deepest = 0;
-    int max_depth = -1;
-    for (std::uint32_t r = 0; r < n; ++r) {
-      int depth = 0;
-      for (std::uint32_t q = r; ch.tree_up[q] >= 0; q = static_cast<std::uint32_t>(ch.tree_up[q]))
-        ++depth;
-      if (depth > max_depth) {
-        max_depth = depth;
-        deepest = r;
-      }
-    }
     double fill = 0;
-    for (std::uint32_t q = deepest; ch.tree_up[q] >= 0;
-         q = static_cast<std::uint32_t>(ch.tree_up[q]))
-      fill += hop_seconds(run_.conns[up_of[q]], b, true) +
-              hop_seconds(run_.conns[down_of[q]], b, false);
+    for (std::size_t i = 0; i + 1 < plan.fill.size(); i += 2) {
+      const PlanEdge& up = plan.edges[plan.fill[i]];
+      fill += hop_seconds(run_.conns[conns[plan.fill[i]]], b, reduces(up.from)) +
+              hop_seconds(run_.conns[conns[plan.fill[i + 1]]], b, false);
+    }
     pipeline(members, bytes, static_cast<double>(b) / block, 0, fill);
   }
 
@@ -574,17 +541,11 @@ std::uint64_t CollectiveEngine::primitives(const Run& run, const CollectiveReque
     const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
     return pairs * 2 * std::max<std::uint64_t>(1, ceil_div(per_pair, kP2pChunkOther));
   }
-  const Chunker chunker(run.sizing);
+  // Every channel runs the same plan on its share (rank order aside): count channel 0's.
   const std::uint64_t per_channel = std::max<std::uint64_t>(1, req.bytes / nc);
-  if (req.op == CollOp::kAllReduce && run.result.algo == Algo::kTree)
-    return nc * n * 2 * chunker.chunk_count(per_channel);
-  if (req.op == CollOp::kBroadcast || req.op == CollOp::kReduce)
-    return nc * n * chunker.slice_count(per_channel);
-  const std::uint64_t steps = req.op == CollOp::kAllReduce ? 2 * n - 1 : n;
-  const auto ranks = static_cast<std::uint32_t>(n);
-  const std::uint64_t loops = chunker.chunk_count(per_channel, ranks);
-  const std::uint64_t slices = chunker.slice_count(chunker.first_chunk(per_channel, ranks));
-  return nc * n * steps * loops * slices;
+  const CollectivePlan plan =
+      plan_collective(comms_[run.comm].layout.channels.front(), req.op, run.result.algo, req.root);
+  return nc * plan.primitives(Chunker(run.sizing), per_channel);
 }
 
 void CollectiveEngine::on_start(std::uint64_t id) {

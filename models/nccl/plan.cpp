@@ -1,0 +1,198 @@
+#include "models/nccl/plan.hpp"
+
+#include <algorithm>
+#include <initializer_list>
+#include <map>
+#include <tuple>
+
+namespace fabricsim {
+
+namespace {
+
+// Appends steps for one rank at a time.
+class PlanWriter {
+ public:
+  explicit PlanWriter(CollectivePlan& plan) : plan_(plan) { plan_.step_begin.push_back(0); }
+
+  void step(std::initializer_list<std::uint32_t> recvs, std::initializer_list<std::uint32_t> sends,
+            bool reduce, std::uint32_t repeat = 1) {
+    step(std::vector<std::uint32_t>(recvs), std::vector<std::uint32_t>(sends), reduce, repeat);
+  }
+  void step(const std::vector<std::uint32_t>& recvs, const std::vector<std::uint32_t>& sends,
+            bool reduce, std::uint32_t repeat = 1, std::uint8_t lane = 0,
+            bool after_lane0 = false) {
+    if (repeat == 0) return;
+    PlanStep s;
+    s.recv_begin = static_cast<std::uint32_t>(plan_.refs.size());
+    plan_.refs.insert(plan_.refs.end(), recvs.begin(), recvs.end());
+    s.recv_end = s.send_begin = static_cast<std::uint32_t>(plan_.refs.size());
+    plan_.refs.insert(plan_.refs.end(), sends.begin(), sends.end());
+    s.send_end = static_cast<std::uint32_t>(plan_.refs.size());
+    s.repeat = repeat;
+    s.lane = lane;
+    s.reduce = reduce;
+    s.after_lane0 = after_lane0;
+    plan_.steps.push_back(s);
+  }
+  void end_rank() { plan_.step_begin.push_back(static_cast<std::uint32_t>(plan_.steps.size())); }
+
+ private:
+  CollectivePlan& plan_;
+};
+
+// Opens an edge: appends it (rings and chains name each edge once).
+std::uint32_t edge(CollectivePlan& plan, std::uint32_t from, std::uint32_t to, std::uint8_t lane) {
+  plan.edges.push_back({from, to, lane});
+  return static_cast<std::uint32_t>(plan.edges.size() - 1);
+}
+
+// A tree names each edge from both of its ends: the first time opens it.
+class TreeEdges {
+ public:
+  explicit TreeEdges(CollectivePlan& plan) : plan_(plan) {}
+  std::uint32_t operator()(std::uint32_t from, std::uint32_t to, std::uint8_t lane) {
+    const auto [it, fresh] = index_.try_emplace({from, to, lane}, 0);
+    if (fresh) it->second = edge(plan_, from, to, lane);
+    return it->second;
+  }
+
+ private:
+  CollectivePlan& plan_;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>, std::uint32_t> index_;
+};
+
+}  // namespace
+
+std::vector<std::uint64_t> CollectivePlan::units(const Chunker& chunker,
+                                                 std::uint64_t bytes) const {
+  return shape == Shape::kRing ? chunker.chunks(bytes, static_cast<std::uint32_t>(order.size()))
+                               : chunker.chunks(bytes);
+}
+
+std::uint64_t CollectivePlan::primitives(const Chunker& chunker, std::uint64_t bytes) const {
+  std::uint64_t per_unit = 0;
+  for (const PlanStep& s : steps) per_unit += s.repeat;
+  const auto n = static_cast<std::uint32_t>(order.size());
+  switch (shape) {
+    case Shape::kRing:
+      return per_unit * chunker.chunk_count(bytes, n) *
+             chunker.slice_count(chunker.first_chunk(bytes, n));
+    case Shape::kChain:
+      return per_unit * chunker.slice_count(bytes);
+    case Shape::kTree:
+      return per_unit * chunker.chunk_count(bytes);
+  }
+  return per_unit;
+}
+
+CollectivePlan plan_ring(const CommChannel& ch, CollOp op) {
+  CollectivePlan plan;
+  plan.shape = CollectivePlan::Shape::kRing;
+  plan.order = ch.ring;
+  const auto n = static_cast<std::uint32_t>(ch.ring.size());
+  for (std::uint32_t i = 0; i < n; ++i) edge(plan, ch.ring[i], ch.ring[(i + 1) % n], 0);
+  PlanWriter w(plan);
+  const bool reduce_scatter = op == CollOp::kReduceScatter;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const std::uint32_t in = (i + n - 1) % n, out = i;  // edge i: ring[i] -> ring[i + 1]
+    w.step({}, {out}, false);                           // the rank's own chunk
+    if (op == CollOp::kAllReduce) {
+      w.step({in}, {out}, true, n - 2);   // recvReduceSend
+      w.step({in}, {out}, true);          // recvReduceCopySend
+      w.step({in}, {out}, false, n - 2);  // recvCopySend
+      w.step({in}, {}, false);            // recv
+    } else {
+      w.step({in}, {out}, reduce_scatter, n - 2);
+      w.step({in}, {}, reduce_scatter);
+    }
+    w.end_rank();
+  }
+  return plan;
+}
+
+CollectivePlan plan_chain(const CommChannel& ch, bool reduce, int root) {
+  CollectivePlan plan;
+  plan.shape = CollectivePlan::Shape::kChain;
+  // The ring in chain order: from the root for Broadcast, ending at it for Reduce (the data
+  // flows towards the root).
+  const auto n = static_cast<std::uint32_t>(ch.ring.size());
+  const auto root_pos = static_cast<std::uint32_t>(
+      std::find(ch.ring.begin(), ch.ring.end(), static_cast<std::uint32_t>(root)) -
+      ch.ring.begin());
+  for (std::uint32_t i = 0; i < n; ++i)
+    plan.order.push_back(ch.ring[(root_pos + (reduce ? i + 1 : i)) % n]);
+  for (std::uint32_t i = 0; i + 1 < n; ++i) {
+    edge(plan, plan.order[i], plan.order[i + 1], 0);
+    plan.fill.push_back(i);
+  }
+  PlanWriter w(plan);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (i == 0)
+      w.step({}, {0}, false);
+    else if (i + 1 < n)
+      w.step({i - 1}, {i}, reduce);
+    else
+      w.step({i - 1}, {}, reduce);
+    w.end_rank();
+  }
+  return plan;
+}
+
+CollectivePlan plan_tree(const CommChannel& ch) {
+  CollectivePlan plan;
+  plan.shape = CollectivePlan::Shape::kTree;
+  plan.lanes = 2;
+  const auto n = static_cast<std::uint32_t>(ch.tree_up.size());
+  PlanWriter w(plan);
+  TreeEdges tree_edge(plan);
+  // Edges open rank by rank, children first (up on lane 0, down on lane 1), then the parent.
+  for (std::uint32_t r = 0; r < n; ++r) {
+    plan.order.push_back(r);
+    std::vector<std::uint32_t> from_children, to_children;
+    for (const std::int32_t child : ch.tree_down[r]) {
+      if (child < 0) continue;
+      const auto k = static_cast<std::uint32_t>(child);
+      from_children.push_back(tree_edge(k, r, 0));
+      to_children.push_back(tree_edge(r, k, 1));
+    }
+    const std::int32_t parent = ch.tree_up[r];
+    std::vector<std::uint32_t> up, down;
+    if (parent >= 0) {
+      const auto p = static_cast<std::uint32_t>(parent);
+      up.push_back(tree_edge(r, p, 0));
+      down.push_back(tree_edge(p, r, 1));
+    }
+    w.step(from_children, up, !from_children.empty(), 1, 0);  // a leaf only sends
+    w.step(down, to_children, false, 1, 1, parent < 0);       // the root: after its reduction
+    w.end_rank();
+  }
+  // The fill: the deepest rank's way to the root (the first of the deepest in rank order),
+  // up and back down.
+  std::uint32_t deepest = 0;
+  int max_depth = -1;
+  for (std::uint32_t r = 0; r < n; ++r) {
+    int depth = 0;
+    for (std::uint32_t q = r; ch.tree_up[q] >= 0; q = static_cast<std::uint32_t>(ch.tree_up[q]))
+      ++depth;
+    if (depth > max_depth) {
+      max_depth = depth;
+      deepest = r;
+    }
+  }
+  for (std::uint32_t q = deepest; ch.tree_up[q] >= 0;
+       q = static_cast<std::uint32_t>(ch.tree_up[q])) {
+    const auto p = static_cast<std::uint32_t>(ch.tree_up[q]);
+    plan.fill.push_back(tree_edge(q, p, 0));
+    plan.fill.push_back(tree_edge(p, q, 1));
+  }
+  return plan;
+}
+
+CollectivePlan plan_collective(const CommChannel& ch, CollOp op, Algo algo, int root) {
+  if (op == CollOp::kAllReduce && algo == Algo::kTree) return plan_tree(ch);
+  if (op == CollOp::kBroadcast || op == CollOp::kReduce)
+    return plan_chain(ch, op == CollOp::kReduce, root);
+  return plan_ring(ch, op);
+}
+
+}  // namespace fabricsim
