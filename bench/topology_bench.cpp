@@ -15,10 +15,9 @@ ClusterSpec fat_tree_16k() {
   return ClusterSpec{.servers = 2048,
                      .hosts = 0,
                      .server = server_preset("dgx-h100"),
-                     .fabric = {.kind = FabricKind::kFatTree,
+                     .fabric = {.shape = FatTreeSpec{.k = 64},
                                 .technology = Technology::kInfiniband,
                                 .link_rate = 400_Gbps,
-                                .k = 64,
                                 .rail_optimized = true}};
 }
 
@@ -37,7 +36,7 @@ void BM_BuildAndRoute_Star1MHosts(benchmark::State& state) {
   const ClusterSpec spec{.servers = 0,
                          .hosts = 1 << 20,
                          .server = {},
-                         .fabric = {.kind = FabricKind::kStar, .link_rate = 100_Gbps}};
+                         .fabric = {.shape = StarSpec{}, .link_rate = 100_Gbps}};
   for (auto _ : state) {
     const Topology t = build_cluster(spec);
     const Routing r = Routing::compute(t, 1);

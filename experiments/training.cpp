@@ -112,7 +112,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
   // The same per-server work on one server alone: no gradient traffic across servers.
   Scenario one = scenario;
   one.cluster.servers = 1;
-  one.cluster.fabric.kind = FabricKind::kStar;
+  one.cluster.fabric.shape = StarSpec{};
   one.cluster.fabric.switch_ports = 0;
   one.cluster.fabric.rail_optimized = false;
   one.workload.tokens_per_step = std::max<std::uint64_t>(

@@ -301,7 +301,8 @@ std::string topology_report(const Scenario& scenario, const TopologySummary& t) 
                     c.server.gpus.size(), c.server.nics.size(), to_string(c.server.nic_rate));
   out += fmt::format("  GPUs {}, NICs {}, NVSwitches {}, PCIe switches {}, CPU sockets {}\n",
                      t.gpus, t.nics, t.nvswitches, t.pcie_switches, t.cpus);
-  const int ports = c.fabric.switch_ports > 0 ? c.fabric.switch_ports : c.fabric.k;
+  const auto* tree = std::get_if<FatTreeSpec>(&c.fabric.shape);
+  const int ports = c.fabric.switch_ports > 0 ? c.fabric.switch_ports : tree ? tree->k : 0;
   out += fmt::format(
       "  network switches: {} ({}, {} ports, {})\n", t.switches, to_string(c.fabric.technology),
       ports > 0 ? fmt::format("{}", ports) : "unlimited", to_string(c.fabric.link_rate));

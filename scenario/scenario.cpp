@@ -219,13 +219,6 @@ TrafficPattern to_pattern(const std::string& s) {
   return TrafficPattern::kIncast;
 }
 
-FabricKind to_kind(const std::string& s) {
-  if (s == "ring") return FabricKind::kRing;
-  if (s == "leaf-spine") return FabricKind::kLeafSpine;
-  if (s == "fat-tree") return FabricKind::kFatTree;
-  return FabricKind::kStar;
-}
-
 PathSelection to_selection(const std::string& s) {
   if (s == "spray") return PathSelection::kSpray;
   if (s == "dmodk") return PathSelection::kDestModK;
@@ -339,7 +332,6 @@ void read_server(Keys& sv, Scenario& s) {
 void read_fabric(Keys& fab, Scenario& s, bool has_servers) {
   FabricSpec& f = s.cluster.fabric;
   const std::string kind = fab.choice("kind");
-  f.kind = to_kind(kind);
   if (has_servers) {
     fab.not_applicable({"hosts"}, "the endpoints are the NICs of [server]");
   } else {
@@ -353,22 +345,25 @@ void read_fabric(Keys& fab, Scenario& s, bool has_servers) {
   f.host_cable_m = fab.length_m("host_cable_length");
   f.fabric_cable_m = fab.length_m("fabric_cable_length");
   f.propagation_per_m = fab.time("propagation_per_m");
+  // Each kind's own keys; the others' are refused for it.
   const std::string why = fmt::format("fabric.kind is \"{}\"", kind);
-  if (f.kind == FabricKind::kRing) {
-    f.ring_switches = static_cast<int>(fab.integer("ring_switches"));
+  if (kind == "ring") {
+    f.shape = RingSpec{.switches = static_cast<int>(fab.integer("ring_switches"))};
   } else {
     fab.not_applicable({"ring_switches"}, why);
   }
-  if (f.kind == FabricKind::kLeafSpine) {
-    f.hosts_per_leaf = static_cast<int>(fab.integer("hosts_per_leaf"));
-    f.spines = static_cast<int>(fab.integer("spines"));
-    f.uplinks_per_leaf = static_cast<int>(fab.integer("uplinks_per_leaf"));
-    f.oversubscription = fab.real("oversubscription");
+  if (kind == "leaf-spine") {
+    LeafSpineSpec ls;
+    ls.hosts_per_leaf = static_cast<int>(fab.integer("hosts_per_leaf"));
+    ls.spines = static_cast<int>(fab.integer("spines"));
+    ls.uplinks_per_leaf = static_cast<int>(fab.integer("uplinks_per_leaf"));
+    ls.oversubscription = fab.real("oversubscription");
+    f.shape = ls;
   } else {
     fab.not_applicable({"hosts_per_leaf", "spines", "uplinks_per_leaf", "oversubscription"}, why);
   }
-  if (f.kind == FabricKind::kFatTree) {
-    f.k = static_cast<int>(fab.integer("k"));
+  if (kind == "fat-tree") {
+    f.shape = FatTreeSpec{.k = static_cast<int>(fab.integer("k"))};
   } else {
     fab.not_applicable({"k"}, why);
   }

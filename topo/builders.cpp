@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <cmath>
+#include <type_traits>
+#include <variant>
 
 namespace fabricsim {
 
@@ -52,8 +54,9 @@ void build_star(Builder& b, const FabricSpec& f, const std::vector<Vertex>& eps)
   for (const Vertex e : eps) b.host_link(e, sw);
 }
 
-void build_ring(Builder& b, const FabricSpec& f, const std::vector<Vertex>& eps) {
-  const int n = f.ring_switches;
+void build_ring(Builder& b, const FabricSpec& f, const RingSpec& ring,
+                const std::vector<Vertex>& eps) {
+  const int n = ring.switches;
   if (n < 3) throw FabricError(fmt::format("a ring needs fabric.ring_switches >= 3, got {}", n));
   const int per = ceil_div(static_cast<int>(eps.size()), n);
   need_ports(f, per + 2, fmt::format("each ring switch ({} endpoints + 2 ring links)", per),
@@ -64,27 +67,28 @@ void build_ring(Builder& b, const FabricSpec& f, const std::vector<Vertex>& eps)
   for (std::size_t e = 0; e < eps.size(); ++e) b.host_link(eps[e], sw[e / per]);
 }
 
-void build_leaf_spine(Builder& b, const FabricSpec& f, const std::vector<Vertex>& eps) {
-  const int h = f.hosts_per_leaf;
+void build_leaf_spine(Builder& b, const FabricSpec& f, const LeafSpineSpec& ls,
+                      const std::vector<Vertex>& eps) {
+  const int h = ls.hosts_per_leaf;
   if (h < 1) throw FabricError("leaf-spine needs fabric.hosts_per_leaf >= 1");
   const int leaves = ceil_div(static_cast<int>(eps.size()), h);
-  int up = f.uplinks_per_leaf;
+  int up = ls.uplinks_per_leaf;
   if (up == 0) {
-    if (!(f.oversubscription >= 1))
+    if (!(ls.oversubscription >= 1))
       throw FabricError(
-          fmt::format("fabric.oversubscription must be >= 1, got {}", f.oversubscription));
-    const double exact = h / f.oversubscription;
+          fmt::format("fabric.oversubscription must be >= 1, got {}", ls.oversubscription));
+    const double exact = h / ls.oversubscription;
     up = static_cast<int>(std::lround(exact));
     if (up < 1 || std::fabs(exact - up) > 1e-9)
       throw FabricError(fmt::format(
           "hosts_per_leaf {} / oversubscription {} = {:.3g} uplinks per leaf, not a whole number: "
           "set fabric.uplinks_per_leaf or pick values that divide",
-          h, f.oversubscription, exact));
+          h, ls.oversubscription, exact));
   }
   // Default spine count: the fewest spines whose ports take every leaf's uplinks (a divisor s
   // of the uplinks per leaf with leaves x uplinks / s <= switch_ports), so each leaf reaches
   // every spine over up / s parallel cables; without a port count, one spine per uplink.
-  int spines = f.spines;
+  int spines = ls.spines;
   if (spines <= 0) {
     spines = up;
     if (f.switch_ports > 0)
@@ -113,8 +117,9 @@ void build_leaf_spine(Builder& b, const FabricSpec& f, const std::vector<Vertex>
   for (std::size_t e = 0; e < eps.size(); ++e) b.host_link(eps[e], leaf[e / h]);
 }
 
-void build_fat_tree(Builder& b, const FabricSpec& f, const std::vector<Vertex>& eps) {
-  const int k = f.k;
+void build_fat_tree(Builder& b, const FabricSpec& f, const FatTreeSpec& tree,
+                    const std::vector<Vertex>& eps) {
+  const int k = tree.k;
   if (k < 2 || k % 2 != 0)
     throw FabricError(fmt::format("fat-tree fabric.k must be even and >= 2, got {}", k));
   if (f.switch_ports > 0 && f.switch_ports != k)
@@ -183,20 +188,16 @@ Topology build_cluster(const ClusterSpec& spec) {
   }
   Builder b(topo, spec.fabric, host_rate);
   const auto eps = placement_order(topo, spec);
-  switch (spec.fabric.kind) {
-    case FabricKind::kStar:
-      build_star(b, spec.fabric, eps);
-      break;
-    case FabricKind::kRing:
-      build_ring(b, spec.fabric, eps);
-      break;
-    case FabricKind::kLeafSpine:
-      build_leaf_spine(b, spec.fabric, eps);
-      break;
-    case FabricKind::kFatTree:
-      build_fat_tree(b, spec.fabric, eps);
-      break;
-  }
+  const FabricSpec& f = spec.fabric;
+  std::visit(
+      [&](const auto& shape) {
+        using S = std::decay_t<decltype(shape)>;
+        if constexpr (std::is_same_v<S, StarSpec>) build_star(b, f, eps);
+        if constexpr (std::is_same_v<S, RingSpec>) build_ring(b, f, shape, eps);
+        if constexpr (std::is_same_v<S, LeafSpineSpec>) build_leaf_spine(b, f, shape, eps);
+        if constexpr (std::is_same_v<S, FatTreeSpec>) build_fat_tree(b, f, shape, eps);
+      },
+      f.shape);
   return topo;
 }
 

@@ -17,6 +17,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "topo/server.hpp"
@@ -33,8 +34,25 @@ class FabricError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One spec per fabric kind: only the fields that kind reads exist in it.
+struct StarSpec {};
+struct RingSpec {
+  int switches = 0;  // switches in the ring (>= 3); endpoints spread evenly
+};
+struct LeafSpineSpec {
+  int hosts_per_leaf = 0;
+  int spines = 0;               // 0: the fewest whose ports take every leaf's uplinks
+  int uplinks_per_leaf = 0;     // 0: hosts_per_leaf / oversubscription
+  double oversubscription = 1;  // downlink : uplink bandwidth at the leaves
+};
+struct FatTreeSpec {
+  int k = 0;  // switch radix (even)
+};
+// In FabricKind's order, so that the alternative's index is the kind.
+using FabricShape = std::variant<StarSpec, RingSpec, LeafSpineSpec, FatTreeSpec>;
+
 struct FabricSpec {
-  FabricKind kind = FabricKind::kStar;
+  FabricShape shape{};
   Technology technology = Technology::kEthernet;
   int switch_ports = 0;        // ports per switch; 0 = as many as needed (star only)
   Bandwidth link_rate{};       // host links and switch ports, per direction
@@ -42,16 +60,8 @@ struct FabricSpec {
   double host_cable_m = 3;     // endpoint <-> leaf cable length
   double fabric_cable_m = 30;  // switch <-> switch cable length
   Time propagation_per_m = Time::from_ps(5'000);  // ~0.67c in fibre or copper
-  // ring
-  int ring_switches = 0;
-  // leaf-spine
-  int hosts_per_leaf = 0;
-  int spines = 0;
-  int uplinks_per_leaf = 0;     // 0: hosts_per_leaf / oversubscription
-  double oversubscription = 1;  // downlink : uplink bandwidth at the leaves
-  // fat-tree
-  int k = 0;
   bool rail_optimized = false;
+  FabricKind kind() const { return static_cast<FabricKind>(shape.index()); }
 };
 
 struct ClusterSpec {

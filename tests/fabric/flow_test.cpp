@@ -93,7 +93,7 @@ struct StarNet {
       : topo(build_cluster({.servers = 0,
                             .hosts = hosts,
                             .server = {},
-                            .fabric = {.kind = FabricKind::kStar,
+                            .fabric = {.shape = StarSpec{},
                                        .link_rate = 100_Gbps,
                                        .switch_latency = 300_ns,
                                        .host_cable_m = 200}})),
@@ -190,8 +190,7 @@ TEST(FlowLevel, PermutationOnAFullBisectionFatTreeMatchesPacketLevelWithin5Perce
       {.servers = 0,
        .hosts = 16,
        .server = {},
-       .fabric = {
-           .kind = FabricKind::kFatTree, .link_rate = 100_Gbps, .switch_latency = 300_ns, .k = 4}});
+       .fabric = {.shape = FatTreeSpec{.k = 4}, .link_rate = 100_Gbps, .switch_latency = 300_ns}});
   const Routing routing = Routing::compute(topo, 1);
   NetworkParams p;
   p.switch_latency = 300_ns;

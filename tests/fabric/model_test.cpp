@@ -14,16 +14,15 @@ struct Star {
   Routing routing;
   Simulation sim;
   PacketNetwork net;
-  Star(int hosts, Bytes buffer, FabricKind kind = FabricKind::kStar, int hosts_per_leaf = 0)
+  Star(int hosts, Bytes buffer, FabricShape shape = StarSpec{})
       : topo(build_cluster({.servers = 0,
                             .hosts = hosts,
                             .server = {},
-                            .fabric = {.kind = kind,
+                            .fabric = {.shape = shape,
                                        .link_rate = 100_Gbps,
                                        .switch_latency = 300_ns,
                                        .host_cable_m = 200,
-                                       .fabric_cable_m = 200,
-                                       .hosts_per_leaf = hosts_per_leaf}})),
+                                       .fabric_cable_m = 200}})),
         routing(Routing::compute(topo, 1)),
         net(sim, topo, routing, params(buffer)) {}
   static NetworkParams params(Bytes buffer) {
@@ -103,7 +102,7 @@ TEST(StarModel, SmallBuffersDropAndGoBackNDeliversEverything) {
 TEST(LeafSpineModel, PermutationAcrossLeavesCrossesTheSpinesAndDelivers) {
   // 4 leaves x 4 hosts, 4 spines; host i sends to host i+1: 4 of the 16 flows cross a leaf
   // boundary and must use spine links; everything arrives (buffers are large).
-  Star net(16, 16_MiB, FabricKind::kLeafSpine, 4);
+  Star net(16, 16_MiB, LeafSpineSpec{.hosts_per_leaf = 4});
   net.net.messages().assign(generate_messages(
       {.pattern = TrafficPattern::kPermutation, .message_size = 256_KiB}, 16, net.sim.rng()));
   net.net.start_messages();

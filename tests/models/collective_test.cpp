@@ -29,7 +29,7 @@ struct Ideal {
       : topo(build_cluster({.servers = 0,
                             .hosts = hosts,
                             .server = {},
-                            .fabric = {.kind = FabricKind::kStar,
+                            .fabric = {.shape = StarSpec{},
                                        .link_rate = rate,
                                        .switch_latency = 300_ns,
                                        .host_cable_m = 200}})),

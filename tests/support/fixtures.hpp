@@ -12,12 +12,11 @@ inline ClusterSpec dgx_a100_x4(double oversubscription = 1) {
   return {.servers = 4,
           .hosts = 0,
           .server = server_preset("dgx-a100"),
-          .fabric = {.kind = FabricKind::kLeafSpine,
+          .fabric = {.shape = LeafSpineSpec{.hosts_per_leaf = 16,
+                                            .spines = 1,
+                                            .oversubscription = oversubscription},
                      .switch_ports = 32,
-                     .link_rate = 100_Gbps,
-                     .hosts_per_leaf = 16,
-                     .spines = 1,
-                     .oversubscription = oversubscription}};
+                     .link_rate = 100_Gbps}};
 }
 
 // The packet network those servers run: 4 KiB RoCE packets, 300 ns switches, PFC on a shared

@@ -29,7 +29,7 @@ std::string row(const TopoMatrix& m, int r) {
 TEST(Fabric, AK8FatTreeHas128HostsAnd80Switches) {
   // k = 8: k pods x (k/2 edge + k/2 aggregation) = 64, plus (k/2)^2 = 16 core: 80 switches;
   // k^3/4 = 128 hosts; cables: 128 host + 8 pods x 16 edge-agg + 8 pods x 16 agg-core = 384.
-  const Topology t = build_cluster(hosts(128, {.kind = FabricKind::kFatTree, .k = 8}));
+  const Topology t = build_cluster(hosts(128, {.shape = FatTreeSpec{.k = 8}}));
   const Routing r = Routing::compute(t);
   const TopologySummary s = analyse(t, r, {});
   EXPECT_EQ(s.nics, 128);
@@ -53,11 +53,10 @@ TEST(Fabric, LeafSpineOf32DgxH100Has256GpusAndTheExpectedSwitches) {
   ClusterSpec c{.servers = 32,
                 .hosts = 0,
                 .server = server_preset("dgx-h100"),
-                .fabric = {.kind = FabricKind::kLeafSpine,
+                .fabric = {.shape = LeafSpineSpec{.hosts_per_leaf = 32},
                            .technology = Technology::kInfiniband,
                            .switch_ports = 64,
-                           .link_rate = 400_Gbps,
-                           .hosts_per_leaf = 32}};
+                           .link_rate = 400_Gbps}};
   const Topology t = build_cluster(c);
   const TopologySummary s = analyse(t, Routing::compute(t), {.nic_rate = 400_Gbps});
   EXPECT_EQ(s.gpus, 256);
@@ -73,23 +72,22 @@ TEST(Fabric, LeafSpineOf32DgxH100Has256GpusAndTheExpectedSwitches) {
 TEST(Fabric, BisectionMatchesHandComputation) {
   // Star, 8 hosts at 100 Gb/s: any half sends 4 x 100 = 400 Gb/s across.
   {
-    const Topology t = build_cluster(hosts(8, {.kind = FabricKind::kStar}));
+    const Topology t = build_cluster(hosts(8, {.shape = StarSpec{}}));
     EXPECT_DOUBLE_EQ(analyse(t, Routing::compute(t), {}).bisection_gbps, 400);
   }
   // Ring of 4 switches, 2 hosts each, 100 Gb/s ring links: cutting the ring in two arcs cuts 2
   // links, 200 Gb/s one way (the hosts could send 400).
   {
-    const Topology t = build_cluster(hosts(8, {.kind = FabricKind::kRing, .ring_switches = 4}));
+    const Topology t = build_cluster(hosts(8, {.shape = RingSpec{.switches = 4}}));
     EXPECT_DOUBLE_EQ(analyse(t, Routing::compute(t), {}).bisection_gbps, 200);
   }
   // Leaf-spine, 4 leaves x 8 hosts. Full (8 uplinks per leaf): 16 hosts x 100 = 1600 Gb/s.
   // 2:1 (4 uplinks per leaf): the two leaves of one half have 8 uplinks, 800 Gb/s.
   {
-    const Topology full =
-        build_cluster(hosts(32, {.kind = FabricKind::kLeafSpine, .hosts_per_leaf = 8}));
+    const Topology full = build_cluster(hosts(32, {.shape = LeafSpineSpec{.hosts_per_leaf = 8}}));
     EXPECT_DOUBLE_EQ(analyse(full, Routing::compute(full), {}).bisection_gbps, 1600);
     const Topology half = build_cluster(
-        hosts(32, {.kind = FabricKind::kLeafSpine, .hosts_per_leaf = 8, .oversubscription = 2}));
+        hosts(32, {.shape = LeafSpineSpec{.hosts_per_leaf = 8, .oversubscription = 2}}));
     const TopologySummary s = analyse(half, Routing::compute(half), {});
     EXPECT_DOUBLE_EQ(s.bisection_gbps, 800);
     EXPECT_DOUBLE_EQ(s.tiers[0].oversubscription(), 2.0);
@@ -107,32 +105,30 @@ TEST(Fabric, ImpossibleFabricsSayWhichNumberToChange) {
     }
     return std::string("built");
   };
-  EXPECT_EQ(message(hosts(200, {.kind = FabricKind::kFatTree, .k = 8})),
+  EXPECT_EQ(message(hosts(200, {.shape = FatTreeSpec{.k = 8}})),
             "a fat-tree with k = 8 holds 128 hosts but the cluster has 200 endpoints: use fabric.k "
             ">= 10");
   EXPECT_EQ(
-      message(hosts(70, {.kind = FabricKind::kStar, .switch_ports = 64})),
+      message(hosts(70, {.shape = StarSpec{}, .switch_ports = 64})),
       "the star switch needs 70 ports but fabric.switch_ports = 64: raise switch_ports or use "
       "kind = \"leaf-spine\"");
-  EXPECT_EQ(message(hosts(
-                64, {.kind = FabricKind::kLeafSpine, .switch_ports = 32, .hosts_per_leaf = 20})),
+  EXPECT_EQ(message(hosts(64, {.shape = LeafSpineSpec{.hosts_per_leaf = 20}, .switch_ports = 32})),
             "each leaf (20 hosts + 20 uplinks) needs 40 ports but fabric.switch_ports = 32: raise "
             "switch_ports, lower hosts_per_leaf or raise oversubscription");
   EXPECT_EQ(
-      message(hosts(64, {.kind = FabricKind::kLeafSpine, .hosts_per_leaf = 8, .spines = 3})),
+      message(hosts(64, {.shape = LeafSpineSpec{.hosts_per_leaf = 8, .spines = 3}})),
       "fabric.uplinks_per_leaf (8) must be a multiple of fabric.spines (3) so each leaf reaches "
       "every spine equally");
   EXPECT_EQ(
-      message(
-          hosts(64, {.kind = FabricKind::kLeafSpine, .hosts_per_leaf = 12, .oversubscription = 5})),
+      message(hosts(64, {.shape = LeafSpineSpec{.hosts_per_leaf = 12, .oversubscription = 5}})),
       "hosts_per_leaf 12 / oversubscription 5 = 2.4 uplinks per leaf, not a whole number: set "
       "fabric.uplinks_per_leaf or pick values that divide");
-  EXPECT_EQ(message(hosts(64, {.kind = FabricKind::kFatTree, .k = 7})),
+  EXPECT_EQ(message(hosts(64, {.shape = FatTreeSpec{.k = 7}})),
             "fat-tree fabric.k must be even and >= 2, got 7");
 }
 
 TEST(Routing, FatTreePathsAreShortestUpDownAndSpreadOverAllCores) {
-  const Topology t = build_cluster(hosts(128, {.kind = FabricKind::kFatTree, .k = 8}));
+  const Topology t = build_cluster(hosts(128, {.shape = FatTreeSpec{.k = 8}}));
   const Routing r = Routing::compute(t, 42);
   const auto& g = t.graph();
   std::set<Vertex> cores_used;
@@ -173,11 +169,10 @@ TEST(Routing, DestModKOnARailOptimizedLeafSpineUsesEveryParallelLinkOncePerDesti
   ClusterSpec c{.servers = 8,
                 .hosts = 0,
                 .server = server_preset("dgx-h100"),
-                .fabric = {.kind = FabricKind::kLeafSpine,
+                .fabric = {.shape = LeafSpineSpec{.hosts_per_leaf = 8},
                            .technology = Technology::kInfiniband,
                            .switch_ports = 16,
                            .link_rate = 400_Gbps,
-                           .hosts_per_leaf = 8,
                            .rail_optimized = true}};
   const Topology t = build_cluster(c);
   const Routing r = Routing::compute(t);
@@ -204,11 +199,10 @@ TEST(Routing, DestModKOnARailOptimizedLeafSpineUsesEveryParallelLinkOncePerDesti
 }
 
 TEST(Routing, RingOrderCrossesEachServerBoundaryOnce) {
-  ClusterSpec c{
-      .servers = 4,
-      .hosts = 0,
-      .server = server_preset("dgx-a100"),
-      .fabric = {.kind = FabricKind::kLeafSpine, .link_rate = 200_Gbps, .hosts_per_leaf = 16}};
+  ClusterSpec c{.servers = 4,
+                .hosts = 0,
+                .server = server_preset("dgx-a100"),
+                .fabric = {.shape = LeafSpineSpec{.hosts_per_leaf = 16}, .link_rate = 200_Gbps}};
   c.fabric.rail_optimized = false;
   const Topology t = build_cluster(c);
   const Routing r = Routing::compute(t);
