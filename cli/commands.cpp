@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+extern char** environ;  // POSIX: the process environment, for --env-from-process
+
 #include "experiments/calibration.hpp"
 #include "experiments/diagnose.hpp"
 #include "experiments/nccl_tests.hpp"
@@ -24,6 +26,7 @@
 #include "report/results.hpp"
 #include "report/scenario_doc.hpp"
 #include "report/trace.hpp"
+#include "scenario/nccl_env.hpp"
 #include "scenario/scenario.hpp"
 #include "scenario/schema.hpp"
 #include "topo/nccl_xml.hpp"
@@ -143,11 +146,47 @@ void add_overrides(
   cmd.add_option("--fidelity", fidelity, fidelity_help)->check(CLI::IsMember({"packet", "flow"}));
 }
 
+// `--env NAME=VALUE` (repeatable) and `--env-from-process`: NCCL's environment as a real run
+// takes it (scenario/nccl_env.hpp), so one command line serves the cluster and the simulator.
+struct NcclEnvArgs {
+  std::vector<std::string> env;
+  bool from_process = false;
+
+  void add_to(CLI::App& cmd) {
+    cmd.add_option("--env", env,
+                   "An NCCL variable as set for a real run, e.g. --env NCCL_ALGO=Ring,Tree "
+                   "(repeatable; the [nccl] key of that name)")
+        ->take_last()
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    cmd.add_flag("--env-from-process", from_process,
+                 "Take every NCCL_* variable of this process's environment (before --env)");
+  }
+  // The overrides they stand for (the process's variables, then --env in order); a warning on
+  // `err` for each variable the model does not read.
+  std::vector<std::string> overrides(std::ostream& err) const {
+    std::vector<std::pair<std::string, std::string>> vars;
+    if (from_process) vars = nccl_variables(environ);
+    for (const auto& e : env) {
+      auto v = split_assignment(e);
+      if (!v.first.starts_with("NCCL_"))
+        throw std::invalid_argument(fmt::format(
+            "--env {}: only NCCL_* variables are NCCL's (use --set for scenario keys)", e));
+      vars.push_back(std::move(v));
+    }
+    NcclEnvironment resolved = nccl_environment(vars);
+    for (const auto& w : resolved.warnings) err << "fabricsim: warning: " << w << '\n';
+    return std::move(resolved.overrides);
+  }
+};
+
 struct ScenarioArgs {
   std::string file;
   std::vector<std::string> overrides;
   std::optional<std::uint64_t> seed;
   std::string fidelity;
+  NcclEnvArgs nccl_env;
+  std::vector<std::string> env_overrides;  // nccl_env's, once resolve_env has run
 
   void add_to(CLI::App& cmd) {
     cmd.add_option("scenario", file, "Scenario file (TOML)")->required();
@@ -155,10 +194,13 @@ struct ScenarioArgs {
     cmd.add_option("--seed", seed, "Random seed (overrides the scenario's 'seed'), 0 or more")
         ->check(CLI::Range(std::uint64_t{0},
                            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+    nccl_env.add_to(cmd);
   }
-  // --set, --seed and --fidelity as overrides, in that order.
+  void resolve_env(std::ostream& err) { env_overrides = nccl_env.overrides(err); }
+  // The NCCL environment, --set, --seed and --fidelity as overrides, in that order.
   LoadOptions options() const {
-    std::vector<std::string> set = overrides;
+    std::vector<std::string> set = env_overrides;
+    set.insert(set.end(), overrides.begin(), overrides.end());
     if (seed) set.push_back(fmt::format("seed={}", *seed));
     return overridden(std::move(set), fidelity);
   }
@@ -240,6 +282,7 @@ int run_topo(const TopoArgs& args, std::ostream& out, std::ostream& err) {
 struct NcclTestsCli {
   NcclTestsArgs args;
   std::string scenario;
+  NcclEnvArgs nccl_env;
   std::vector<std::string> overrides;
   std::string fidelity;
   std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
@@ -260,6 +303,7 @@ void add_nccl_tests(CLI::App& app, NcclTestsCli& c) {
   cmd->add_option("--scenario", c.scenario, "Scenario file (TOML)")->required();
   add_overrides(*cmd, c.overrides, c.fidelity,
                 "Override a scenario key, e.g. --set nccl.NCCL_PROTO=LL");
+  c.nccl_env.add_to(*cmd);
   cmd->add_option("-b,--minbytes", c.min_bytes, "Smallest size (8, 64K, 1M, 8G)");
   cmd->add_option("-e,--maxbytes", c.max_bytes, "Largest size");
   cmd->add_option("-f,--stepfactor", c.args.step_factor,
@@ -316,7 +360,9 @@ int run_nccl_tests_command(NcclTestsCli& c, std::ostream& out, std::ostream& err
     err << "fabricsim: error: -e (maxbytes) is below -b (minbytes)\n";
     return kExitUsage;
   }
-  const Scenario s = load_scenario(c.scenario, overridden(c.overrides, c.fidelity));
+  std::vector<std::string> set = c.nccl_env.overrides(err);
+  set.insert(set.end(), c.overrides.begin(), c.overrides.end());
+  const Scenario s = load_scenario(c.scenario, overridden(std::move(set), c.fidelity));
   const BuiltCluster cluster(s);
   preflight(s, cluster, c.force);
   const int seeds = c.seeds > 0 ? c.seeds : s.simulation.seeds;
@@ -547,6 +593,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
 
   try {
+    if (*check) check_args.resolve_env(err);
+    if (*run) run_args.resolve_env(err);
+    if (*topo) topo_args.scenario.resolve_env(err);
     if (*check) {
       // What `run` would refuse before simulating, `check` refuses: the scenario, its fabric
       // (built), the preflight estimates, and every point of its [sweep].

@@ -529,8 +529,17 @@ void read_switch(Keys& sw, Scenario& s) {
 // and the collective model's settings.
 void read_nccl(Keys& r, Scenario& s) {
   NcclConfig& c = s.nccl;
-  if (const auto algo = r.optional_choice("NCCL_ALGO")) c.algo = parse_algo(*algo);
-  if (const auto proto = r.optional_choice("NCCL_PROTO")) c.proto = parse_proto(*proto);
+  const auto list = [&](std::string_view key, EnableTable (*parse)(std::string_view),
+                        EnableTable& into) {
+    if (!r.has(key)) return;
+    try {
+      into = parse(r.string(key, std::nullopt));
+    } catch (const std::invalid_argument& e) {
+      r.error(key, e.what());
+    }
+  };
+  list("NCCL_ALGO", parse_algo_list, c.algos);
+  list("NCCL_PROTO", parse_proto_list, c.protos);
   c.buffsize = r.byte_count("NCCL_BUFFSIZE");
   c.ll_buffsize = r.byte_count("NCCL_LL_BUFFSIZE");
   c.ll128_buffsize = r.byte_count("NCCL_LL128_BUFFSIZE");

@@ -989,11 +989,23 @@ void add_nccl(std::vector<KeySpec>& k) {
                  .choices = std::move(choices),
                  .doc = std::move(doc)});
   };
-  optional_choice("NCCL_ALGO", {"Ring", "Tree", "ring", "tree"}, "the tuner's choice",
-                  "force the algorithm (Tree applies to AllReduce across servers; otherwise NCCL "
-                  "falls back to Ring)");
-  optional_choice("NCCL_PROTO", {"LL", "LL128", "Simple", "ll", "ll128", "simple"},
-                  "the tuner's choice", "force the protocol");
+  k.push_back({.path = "nccl.NCCL_ALGO",
+               .type = T::kString,
+               .presence = P::kOptional,
+               .note = "the tuner's choice",
+               .doc =
+                   "the algorithms the tuner may choose, in NCCL's list syntax (`\"Ring,Tree\"`, "
+                   "`\"^Tree\"` for all but Tree, `\"Ring;allreduce:Tree,Ring\"` per function; "
+                   "NCCL's names: Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT). "
+                   "The model runs Tree (AllReduce across servers) and Ring; with neither "
+                   "allowed it runs Ring"});
+  k.push_back({.path = "nccl.NCCL_PROTO",
+               .type = T::kString,
+               .presence = P::kOptional,
+               .note = "the tuner's choice",
+               .doc = "the protocols the tuner may choose, in NCCL's list syntax (`\"LL,Simple\"`, "
+                      "`\"^LL128\"`); naming LL128 enables it even where `ll128` (NCCL's "
+                      "hardware rule) would not"});
   k.push_back({.path = "nccl.NCCL_BUFFSIZE",
                .type = T::kByteCount,
                .fallback = c.buffsize,

@@ -471,8 +471,15 @@ int CollectiveEngine::channels(std::uint32_t comm) const {
 TunerChoice CollectiveEngine::choose(std::uint32_t comm, const CollectiveRequest& req) const {
   const CommLayout& l = comms_[comm].layout;
   NcclConfig cfg = cfg_;
-  if (req.algo) cfg.algo = req.algo;
-  if (req.proto) cfg.proto = req.proto;
+  // A request's own choice enables exactly it (value 1: as NCCL_ALGO/NCCL_PROTO naming it).
+  const auto only = [](EnableTable& t, int element) {
+    for (auto& row : t.rows) {
+      row.fill(0);
+      row[element] = 1;
+    }
+  };
+  if (req.algo) only(cfg.algos, static_cast<int>(*req.algo));
+  if (req.proto) only(cfg.protos, static_cast<int>(*req.proto));
   const TunerInput in{.op = req.op,
                       .bytes = req.bytes,
                       .nranks = static_cast<int>(l.ranks.size()),

@@ -1,6 +1,7 @@
 #include "models/nccl/nccl.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -55,8 +56,15 @@ std::string_view to_string(CollOp op) {
   return "?";
 }
 
+// NCCL's names (init.cc ncclAlgoStr, ncclProtoStr, ncclFuncStr).
+constexpr std::array<std::string_view, kAlgoCount> kAlgoNames{
+    "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+constexpr std::array<std::string_view, kProtoCount> kProtoNames{"LL", "LL128", "Simple"};
+constexpr std::array<std::string_view, 5> kFunctionNames{"Broadcast", "Reduce", "AllGather",
+                                                         "ReduceScatter", "AllReduce"};
+
 std::string_view to_string(Algo a) {
-  return a == Algo::kRing ? "Ring" : "Tree";
+  return kAlgoNames[static_cast<std::size_t>(a)];
 }
 
 std::string_view to_string(Proto p) {
@@ -85,9 +93,113 @@ std::string_view to_string(ServerOrder o) {
 
 std::optional<Algo> parse_algo(std::string_view s) {
   const std::string l = lower(s);
-  if (l == "ring") return Algo::kRing;
-  if (l == "tree") return Algo::kTree;
+  for (std::size_t a = 0; a < kAlgoNames.size(); ++a)
+    if (l == lower(kAlgoNames[a])) return static_cast<Algo>(a);
   return std::nullopt;
+}
+
+std::uint8_t EnableTable::at(CollOp op, int element) const {
+  switch (op) {
+    case CollOp::kBroadcast:
+      return rows[0][element];
+    case CollOp::kReduce:
+      return rows[1][element];
+    case CollOp::kAllGather:
+      return rows[2][element];
+    case CollOp::kReduceScatter:
+      return rows[3][element];
+    case CollOp::kAllReduce:
+      return rows[4][element];
+    case CollOp::kAllToAll:
+    case CollOp::kSendRecv:
+      return 1;
+  }
+  return 1;
+}
+
+EnableTable default_algo_enable() {
+  EnableTable t;
+  for (auto& row : t.rows) row.fill(1);
+  return t;
+}
+
+EnableTable default_proto_enable() {
+  EnableTable t;
+  for (auto& row : t.rows) {
+    row.fill(0);
+    row[static_cast<int>(Proto::kLL)] = 1;
+    row[static_cast<int>(Proto::kLL128)] = 2;
+    row[static_cast<int>(Proto::kSimple)] = 1;
+  }
+  return t;
+}
+
+namespace {
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  for (std::size_t start = 0;;) {
+    const auto at = s.find(sep, start);
+    out.push_back(s.substr(start, at == s.npos ? s.npos : at - start));
+    if (at == s.npos) return out;
+    start = at + 1;
+  }
+}
+
+// tuning.cc parseList: entries separated by ';', each "[function:]list"; a list is names
+// separated by ',' (empty tokens skipped, as strtok does), "^" first meaning "all but".
+// An entry sets its functions' rows to exactly what it lists.
+template <std::size_t N>
+EnableTable parse_list(std::string_view text, EnableTable t,
+                       const std::array<std::string_view, N>& elements) {
+  bool first = true;
+  for (std::string_view entry : split(text, ';')) {
+    if (entry.empty()) continue;
+    std::string_view prefix, list = entry;
+    if (const auto colon = entry.find(':'); colon != entry.npos) {
+      prefix = entry.substr(0, colon);
+      list = entry.substr(colon + 1);
+    } else if (!first) {
+      throw std::invalid_argument(
+          fmt::format("all entries except the first must have a prefix: \"{}\"", text));
+    }
+    first = false;
+    const bool except = list.starts_with('^');
+    if (except) list.remove_prefix(1);
+    bool found = false;
+    for (std::size_t f = 0; f < kFunctionNames.size(); ++f) {
+      if (!prefix.empty() && lower(prefix) != lower(kFunctionNames[f])) continue;
+      found = true;
+      auto& row = t.rows[f];
+      row.fill(0);
+      for (std::size_t e = 0; e < N; ++e) row[e] = except ? 1 : 0;
+      for (std::string_view name : split(list, ',')) {
+        if (name.empty()) continue;
+        std::size_t e = 0;
+        while (e < N && lower(name) != lower(elements[e])) ++e;
+        if (e == N)
+          throw std::invalid_argument(fmt::format(
+              "unrecognized element token \"{}\" when parsing \"{}\" (NCCL's names: {})", name,
+              text, fmt::join(elements, ", ")));
+        row[e] = except ? 0 : 1;
+      }
+    }
+    if (!found)
+      throw std::invalid_argument(
+          fmt::format("unrecognized prefix token \"{}\" when parsing \"{}\" (NCCL's functions: {})",
+                      prefix, text, fmt::join(kFunctionNames, ", ")));
+  }
+  return t;
+}
+
+}  // namespace
+
+EnableTable parse_algo_list(std::string_view text) {
+  return parse_list(text, default_algo_enable(), kAlgoNames);
+}
+
+EnableTable parse_proto_list(std::string_view text) {
+  return parse_list(text, default_proto_enable(), kProtoNames);
 }
 
 std::optional<Proto> parse_proto(std::string_view s) {
@@ -309,7 +421,7 @@ int channels_for_size(int channels, Proto proto, std::uint64_t bytes) {
   return nc;
 }
 
-double tuner_time_us(const TunerInput& in, Algo algo, Proto proto, const NcclConfig& cfg) {
+double tuner_time_us(const TunerInput& in, Algo algo, Proto proto) {
   const int a = algo == Algo::kRing ? 1 : 0;
   const int p = static_cast<int>(proto);
   // tuning.cc tables (protocols.md section 4).
@@ -323,7 +435,6 @@ double tuner_time_us(const TunerInput& in, Algo algo, Proto proto, const NcclCon
   const double tree_per_ch[3] = {hopper ? 38.7 : 24.0, hopper ? 41.4 : 23.6, hopper ? 36.0 : 17.8};
   if (algo == Algo::kTree && in.op != CollOp::kAllReduce) return HUGE_VAL;
   if (algo == Algo::kTree && in.nnodes <= 1) return HUGE_VAL;  // NCCL's tree spans nodes
-  if (proto == Proto::kLL128 && !cfg.ll128_enabled) return HUGE_VAL;
   const int n = in.nranks;
   const double graph_bw = in.nnodes <= 2 ? in.bw_intra_gbs : in.bw_inter_gbs;
   double bus = in.channels * graph_bw;
@@ -360,22 +471,40 @@ double tuner_time_us(const TunerInput& in, Algo algo, Proto proto, const NcclCon
   return lat + static_cast<double>(in.bytes) / (1000.0 * alg);
 }
 
+namespace {
+
+bool protocol_enabled(const NcclConfig& cfg, CollOp op, Proto p) {
+  const std::uint8_t on = cfg.protos.at(op, static_cast<int>(p));
+  // 2: NCCL's rule, which for LL128 is the hardware rule (tuning.cc: protoEnable 2).
+  return on == 1 || (on == 2 && (p != Proto::kLL128 || cfg.ll128_enabled));
+}
+
+}  // namespace
+
 TunerChoice tune(const TunerInput& in, const NcclConfig& cfg) {
   TunerChoice best;
   best.predicted_us = HUGE_VAL;
   for (Algo a : {Algo::kTree, Algo::kRing}) {
-    if (cfg.algo && *cfg.algo != a) continue;
+    if (cfg.algos.at(in.op, static_cast<int>(a)) == 0) continue;
     for (Proto p : {Proto::kLL, Proto::kLL128, Proto::kSimple}) {
-      if (cfg.proto && *cfg.proto != p) continue;
-      const double t = tuner_time_us(in, a, p, cfg);
+      if (!protocol_enabled(cfg, in.op, p)) continue;
+      const double t = tuner_time_us(in, a, p);
       if (t < best.predicted_us) best = {a, p, t};
     }
   }
   if (best.predicted_us == HUGE_VAL) {
-    // A forced pair NCCL cannot run here (tree on one node, LL128 disabled): NCCL falls back
-    // to ring with the forced protocol, or Simple.
-    best = {Algo::kRing, cfg.proto.value_or(Proto::kSimple), 0};
-    best.predicted_us = tuner_time_us(in, best.algo, best.proto, cfg);
+    // Nothing enabled that the model runs here (Tree on one node, an algorithm the model does
+    // not have): the model falls back to Ring with Simple, or the first enabled protocol
+    // (NCCL itself would fail the call with "no algorithm/protocol available").
+    Proto p = Proto::kSimple;
+    if (!protocol_enabled(cfg, in.op, p))
+      for (Proto q : {Proto::kLL, Proto::kLL128})
+        if (protocol_enabled(cfg, in.op, q)) {
+          p = q;
+          break;
+        }
+    best = {Algo::kRing, p, 0};
+    best.predicted_us = tuner_time_us(in, best.algo, best.proto);
   }
   return best;
 }

@@ -33,8 +33,12 @@ enum class CollOp {
   kAllToAll,
   kSendRecv
 };
-enum class Algo { kTree, kRing };           // NCCL's ids 0 and 1; NVLS/CollNet/PAT are not modelled
+// NCCL's algorithm ids (device.h NCCL_ALGO_*). The collective model runs Tree and Ring;
+// the others can be named in NCCL_ALGO (as NCCL parses it) but the tuner never picks them.
+enum class Algo { kTree, kRing, kCollNetDirect, kCollNetChain, kNvls, kNvlsTree, kPat };
 enum class Proto { kLL, kLL128, kSimple };  // NCCL's ids 0, 1, 2
+inline constexpr int kAlgoCount = 7;
+inline constexpr int kProtoCount = 3;
 enum class LinkClass { kNvLink, kPcie, kNet };
 
 std::string_view to_string(CollOp op);
@@ -46,8 +50,26 @@ std::string_view to_string(Proto p);
 enum class ServerOrder { kHostfile, kLeaf, kList };
 std::string_view to_string(ServerOrder o);  // "hostfile", "leaf", "list"
 
-std::optional<Algo> parse_algo(std::string_view s);    // "ring", "tree" (any case)
+std::optional<Algo> parse_algo(std::string_view s);    // NCCL's names, any case ("ring", "NVLS")
 std::optional<Proto> parse_proto(std::string_view s);  // "LL", "LL128", "Simple" (any case)
+
+// NCCL_ALGO / NCCL_PROTO as NCCL reads them (tuning.cc parseList): per NCCL function
+// (Broadcast, Reduce, AllGather, ReduceScatter, AllReduce) and element (algorithm or protocol
+// id), 0 disabled, 1 enabled, 2 NCCL's own rule (LL128: enabled only where the hardware rule
+// allows, NcclConfig::ll128_enabled). The text is "list" or "^list" (everything but the list)
+// optionally followed by ";function:list" entries that replace one function's row, e.g.
+// "Ring,Tree", "^LL128", "ring;allreduce:tree,ring"; names compare case-insensitively.
+// NCCL's point-to-point operations (AllToAll, SendRecv) are not governed by either variable.
+struct EnableTable {
+  std::array<std::array<std::uint8_t, kAlgoCount>, 5> rows{};
+  std::uint8_t at(CollOp op, int element) const;
+};
+EnableTable default_algo_enable();   // every algorithm 1
+EnableTable default_proto_enable();  // LL and Simple 1, LL128 2
+// Applies `text` to `table` as NCCL does; throws std::invalid_argument with NCCL's complaint
+// (unknown element or function, an entry after the first without a function prefix).
+EnableTable parse_algo_list(std::string_view text);
+EnableTable parse_proto_list(std::string_view text);
 // The nccl-tests binary for an operation ("all_reduce_perf"), and back.
 std::string perf_binary(CollOp op);
 std::optional<CollOp> parse_perf_binary(std::string_view name);
@@ -101,9 +123,9 @@ double compute_slowdown(const GpuSpec& gpu, int channels, Bandwidth collective_h
 
 // The NCCL environment as users set it, plus the model's protocol timings.
 struct NcclConfig {
-  std::optional<Algo> algo;       // NCCL_ALGO; unset: the tuner chooses
-  std::optional<Proto> proto;     // NCCL_PROTO; unset: the tuner chooses
-  Bytes buffsize{4 << 20};        // NCCL_BUFFSIZE (Simple)
+  EnableTable algos = default_algo_enable();    // NCCL_ALGO: what the tuner may choose
+  EnableTable protos = default_proto_enable();  // NCCL_PROTO
+  Bytes buffsize{4 << 20};                      // NCCL_BUFFSIZE (Simple)
   Bytes ll_buffsize{512 << 10};   // NCCL_LL_BUFFSIZE default: 8 lines x 512 thr x 8 steps x 16 B
   Bytes ll128_buffsize{4915200};  // NCCL_LL128_BUFFSIZE default: 120 x 640 x 8 x 8 B
   int min_channels = 0;           // NCCL_MIN_NCHANNELS (0: NCCL's choice)
@@ -183,7 +205,7 @@ struct TunerChoice {
   Proto proto = Proto::kSimple;
   double predicted_us = 0;  // NCCL's own estimate, for the report
 };
-double tuner_time_us(const TunerInput& in, Algo algo, Proto proto, const NcclConfig& cfg);
+double tuner_time_us(const TunerInput& in, Algo algo, Proto proto);
 // Minimum over the allowed pairs (NCCL_ALGO / NCCL_PROTO restrict them).
 TunerChoice tune(const TunerInput& in, const NcclConfig& cfg);
 

@@ -135,7 +135,7 @@ TEST(Scenario, NcclTableSetsTheEnvironmentAndATopologyFileMakesRingsLeafAware) {
   const std::string base = "[fabric]\nhosts = 4\nlink_rate = \"100Gbps\"\n";
   const Scenario plain = load_scenario_text(base, "n.toml");
   EXPECT_EQ(plain.nccl.server_order, ServerOrder::kHostfile);
-  EXPECT_FALSE(plain.nccl.algo.has_value());
+  EXPECT_EQ(plain.nccl.algos.rows, default_algo_enable().rows);
   EXPECT_EQ(plain.nccl.buffsize, Bytes(4 << 20));
   // NCCL's IB defaults (src/transport/net_ib/connect.cc: NCCL_IB_TIMEOUT 20, NCCL_IB_RETRY_CNT
   // 7), the same from a scenario and from the struct a model is built with in code (the struct
@@ -149,8 +149,10 @@ TEST(Scenario, NcclTableSetsTheEnvironmentAndATopologyFileMakesRingsLeafAware) {
           "NCCL_IB_TIMEOUT = 22\nNCCL_NET_GDR_LEVEL = \"LOC\"\nNCCL_TOPO_FILE = \"" +
           std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/topo/dgx-h100-nccl-topo.xml\"\n",
       "n.toml");
-  EXPECT_EQ(s.nccl.algo, Algo::kTree);
-  EXPECT_EQ(s.nccl.proto, Proto::kLL128);
+  EXPECT_EQ(s.nccl.algos.at(CollOp::kAllReduce, static_cast<int>(Algo::kTree)), 1);
+  EXPECT_EQ(s.nccl.algos.at(CollOp::kAllReduce, static_cast<int>(Algo::kRing)), 0);
+  EXPECT_EQ(s.nccl.protos.at(CollOp::kAllGather, static_cast<int>(Proto::kLL128)), 1);
+  EXPECT_EQ(s.nccl.protos.at(CollOp::kAllGather, static_cast<int>(Proto::kSimple)), 0);
   EXPECT_EQ(s.nccl.buffsize, Bytes(1 << 20));
   EXPECT_EQ(s.network.nic.ib_timeout, 22);
   EXPECT_FALSE(s.network.host.gpudirect);
