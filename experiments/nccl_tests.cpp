@@ -157,7 +157,10 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     fold_fingerprint(result.fingerprint, sim.fingerprint());
     if (!result.errors.empty()) break;
     const auto loads = bottleneck_summary(*fabric, sim.now() - row_start, {}, 1, &baseline);
-    if (!loads.empty()) row.bounded_by = loads.front().layer;
+    if (!loads.empty()) {
+      row.bounded_by = loads.front().layer;
+      row.bounded_by_imbalance = loads.front().utilization / loads.front().layer_mean;
+    }
     result.rows.push_back(row);
     if (args.step_factor <= 1 && args.step_bytes == 0) break;
   }

@@ -55,7 +55,8 @@ struct NcclTestsRow {
   Proto proto = Proto::kSimple;
   int channels = 0;
   double tuner_us = 0;
-  std::string bounded_by;  // packet level: the layer of the busiest link during the row
+  std::string bounded_by;           // the layer of the busiest link during the row
+  double bounded_by_imbalance = 0;  // that link's utilization / its layer's mean (1: even)
   // Over seeds (only with several): busbw's extremes per placement; the fields above hold the
   // mean time and the bandwidths from it.
   double busbw_min[2] = {0, 0};

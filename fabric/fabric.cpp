@@ -12,6 +12,7 @@ std::vector<LinkLoad> bottleneck_summary(
   std::vector<LinkLoad> all;
   if (span <= Time::zero()) return all;
   std::map<std::string, std::uint64_t, std::less<>> by_name(counters.begin(), counters.end());
+  std::map<std::string, std::pair<double, std::size_t>, std::less<>> layer_sum;  // util, links
   fabric.for_each_link([&](const Fabric::Link& link) {
     double paused_ns = 0;
     for (int p = 0; p < 8 && !by_name.empty(); ++p) {
@@ -23,9 +24,16 @@ std::vector<LinkLoad> bottleneck_summary(
       if (const auto it = since->find(std::string(link.name)); it != since->end())
         carried -= it->second;
     const double util = static_cast<double>(carried) / (span.seconds() * link.bytes_per_s);
+    auto& [sum, links] = layer_sum[std::string(link.layer)];
+    sum += util;
+    ++links;
     if (util > 0 || paused_ns > 0)
       all.push_back({std::string(link.layer), std::string(link.name), util, paused_ns / 1e3});
   });
+  for (LinkLoad& l : all) {
+    const auto& [sum, links] = layer_sum.find(l.layer)->second;
+    l.layer_mean = sum / static_cast<double>(links);
+  }
   return busiest_per_layer(std::move(all), per_layer);
 }
 

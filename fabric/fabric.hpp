@@ -91,6 +91,9 @@ struct LinkLoad {
   std::string port;
   double utilization = 0;  // busy time / span
   double paused_us = 0;    // time its transmitter was paused by PFC (packet level)
+  // Mean utilization over every link of its layer, idle ones included: utilization / layer_mean
+  // is how unevenly the layer is loaded (ECMP collisions put the busiest uplink far above it).
+  double layer_mean = 0;
 };
 
 // The `per_layer` busiest links of each layer over `span`, layers ordered by their busiest

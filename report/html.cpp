@@ -253,12 +253,13 @@ std::string html_report(const std::vector<Scenario>& scenarios,
     if (results[c].bottlenecks.empty()) continue;
     out += fmt::format(
         "<h2>Bottlenecks: {}</h2>\n<table "
-        "class=\"bottlenecks\"><tr><th>layer</th><th>port</th><th>utilisation</th><th>PFC paused "
-        "(us)</th></tr>\n",
+        "class=\"bottlenecks\"><tr><th>layer</th><th>port</th><th>utilisation</th><th>layer "
+        "mean</th><th>PFC paused (us)</th></tr>\n",
         escape(scenarios[c].name));
     for (const auto& l : results[c].bottlenecks)
-      out += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f} %</td><td>{:.1f}</td></tr>\n",
-                         escape(l.layer), escape(l.port), l.utilization * 100, l.paused_us);
+      out += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{:.1f} %</td><td>{:.1f} %</td><td>{:.1f}</td></tr>\n",
+          escape(l.layer), escape(l.port), l.utilization * 100, l.layer_mean * 100, l.paused_us);
     out += "</table>\n";
   }
   return out + "</body></html>\n";

@@ -9,6 +9,10 @@ namespace fabricsim {
 
 namespace {
 
+// Below this the busiest link's layer counts as evenly loaded and no imbalance is printed
+// (links of one layer differ by a few per cent from headers and fill alone).
+constexpr double kImbalanceShown = 1.1;
+
 // nccl-tests' getFloatStr: %.2f, else %.1f, else %.0f, else %.1e / %.0e, to fit `width`.
 std::string float_str(double value, int width) {
   char buf[64];
@@ -74,11 +78,16 @@ std::string nccl_tests_text(const NcclTestsArgs& a, const NcclTestsResult& r) {
   line("");
   // What the model chose, as comment lines a parser of nccl-tests output skips.
   line("# fabricsim: simulated; #wrong is N/A because the model moves bytes, not values");
-  for (const auto& row : r.rows)
+  for (const auto& row : r.rows) {
+    // An uneven layer (ECMP collisions) says how far its busiest link sits above the mean.
+    std::string bound;
+    if (!row.bounded_by.empty()) bound = ", bounded by " + row.bounded_by;
+    if (row.bounded_by_imbalance >= kImbalanceShown)
+      bound += fmt::format(" (busiest link {:.2f} x the layer's mean)", row.bounded_by_imbalance);
     line(fmt::format("# fabricsim: {:>12} B {} {}/{} {} channels (NCCL tuner estimate {:.1f} us){}",
                      row.size, to_string(a.op), to_string(row.algo), to_string(row.proto),
-                     row.channels, row.tuner_us,
-                     row.bounded_by.empty() ? std::string() : ", bounded by " + row.bounded_by));
+                     row.channels, row.tuner_us, bound));
+  }
   if (!r.seeds.empty()) {
     line(fmt::format("# fabricsim: times are means over seeds {} to {}; busbw min to max:",
                      r.seeds.front(), r.seeds.back()));
@@ -103,7 +112,8 @@ std::string nccl_tests_json(const Scenario& scenario, const NcclTestsArgs& a,
                   {"protocol", std::string(to_string(row.proto))},
                   {"channels", row.channels},
                   {"nccl_tuner_us", row.tuner_us},
-                  {"bounded_by", row.bounded_by}};
+                  {"bounded_by", row.bounded_by},
+                  {"bounded_by_imbalance", row.bounded_by_imbalance}};
     const char* names[] = {"out_of_place", "in_place"};
     for (int p = 0; p < 2; ++p) {
       // GB/s (10^9 bytes per second), as nccl-tests prints them. `*_gbps` are the same

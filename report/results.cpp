@@ -80,7 +80,8 @@ std::string results_json(const Scenario& scenario, const RunResult& result,
     bottlenecks.push_back(toml::table{{"layer", l.layer},
                                       {"port", l.port},
                                       {"utilization", l.utilization},
-                                      {"paused_us", l.paused_us}});
+                                      {"paused_us", l.paused_us},
+                                      {"layer_mean_utilization", l.layer_mean}});
 
   const FidelityScope scope = fidelity_scope(scenario);
   const auto list = [](const std::vector<std::string>& v) {
@@ -192,11 +193,12 @@ std::string text_report(const Scenario& scenario, const RunResult& result) {
   for (const auto& note : scenario.notes) out += fmt::format("  note: {}\n", note);
   if (!result.bottlenecks.empty()) {
     out += fmt::format(
-        "\n  bottlenecks (busiest links per layer, busy time over {}; bounded by: {}):\n",
+        "\n  bottlenecks (busiest links per layer, busy time over {}, and the layer's mean over "
+        "all its links; bounded by: {}):\n",
         to_string(result.bottleneck_span), result.bottlenecks.front().layer);
     for (const auto& l : result.bottlenecks)
-      out += fmt::format("    {:<14} {:<40} {:>6.1f} %  paused {:.1f} us\n", l.layer, l.port,
-                         l.utilization * 100, l.paused_us);
+      out += fmt::format("    {:<14} {:<40} {:>6.1f} %  layer mean {:>5.1f} %  paused {:.1f} us\n",
+                         l.layer, l.port, l.utilization * 100, l.layer_mean * 100, l.paused_us);
   }
   return out;
 }

@@ -550,6 +550,8 @@ void read_nccl(Keys& r, Scenario& s) {
             fmt::format("must not exceed NCCL_MAX_NCHANNELS ({})", c.max_channels));
   c.cross_nic = static_cast<int>(r.integer("NCCL_CROSS_NIC"));
   c.channels_per_net_peer = static_cast<int>(r.integer("NCCL_NCHANNELS_PER_NET_PEER"));
+  c.ib_qps_per_connection = static_cast<int>(r.integer("NCCL_IB_QPS_PER_CONNECTION"));
+  c.ib_split_data_on_qps = r.integer("NCCL_IB_SPLIT_DATA_ON_QPS") != 0;
   s.network.host.pxn = r.integer("NCCL_PXN_DISABLE") == 0;
   if (const auto level = r.optional_choice("NCCL_NET_GDR_LEVEL")) {
     s.network.host.gpudirect = *level != "LOC";

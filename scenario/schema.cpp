@@ -1061,6 +1061,24 @@ void add_nccl(std::vector<KeySpec>& k) {
               "channel count rounded up; across servers halved while it × ⌈ranks / 8⌉ exceeds "
               "that. Sets `sendrecv_perf` and `alltoall_perf` bandwidth: one block moves at most "
               "`gpu_channel_rate`"});
+  k.push_back({.path = "nccl.NCCL_IB_QPS_PER_CONNECTION",
+               .type = T::kInteger,
+               .fallback = integer(c.ib_qps_per_connection),
+               .min = 1,
+               .max = 128,
+               .doc = "queue pairs per network connection (NCCL `net_ib`, at most NCCL_IB_MAX_QPS "
+                      "= 128). Each QP is its own flow to ECMP (a RoCEv2 QP has its own UDP "
+                      "source port), so q QPs spread a connection over up to q paths. Sends go "
+                      "round robin over them (send r on QP r mod q) unless "
+                      "`NCCL_IB_SPLIT_DATA_ON_QPS`; inside a server a connection has one"});
+  k.push_back({.path = "nccl.NCCL_IB_SPLIT_DATA_ON_QPS",
+               .type = T::kInteger,
+               .fallback = integer(c.ib_split_data_on_qps ? 1 : 0),
+               .min = 0,
+               .max = 1,
+               .doc = "1: each send is cut across all the connection's QPs in parts of "
+                      "⌈⌈size / q⌉ / 128⌉ × 128 bytes (NCCL `net_ib` p2p.cc); 0 (default): "
+                      "whole sends, round robin"});
   k.push_back(
       {.path = "nccl.NCCL_PXN_DISABLE",
        .type = T::kInteger,

@@ -106,10 +106,15 @@ class CollectiveEngine::Builder {
     k.address.src_gpu = ra.gpu;
     k.address.dst_gpu = rb.gpu;
     k.link = k.local ? layout_.intra_link : LinkClass::kNet;
-    // One queue pair per (channel, sender, receiver), kept for the communicator's lifetime.
-    auto [q, fresh] = e_.comms_[run_.comm].qps.try_emplace({c, a, b}, 0);
-    if (fresh) q->second = e_.port_.open_connection();
-    k.address.connection = q->second;
+    // Queue pairs per (channel, sender, receiver), kept for the communicator's lifetime:
+    // NCCL_IB_QPS_PER_CONNECTION across servers (net_ib connect.cc), one inside a server.
+    auto [q, fresh] = e_.comms_[run_.comm].qps.try_emplace({c, a, b});
+    if (fresh) {
+      const int count = k.local ? 1 : std::max(1, e_.cfg_.ib_qps_per_connection);
+      for (int i = 0; i < count; ++i) q->second.push_back(e_.port_.open_connection());
+    }
+    k.qps = q->second;
+    k.address.connection = k.qps.front();
     run_.conns.push_back(std::move(k));
     return it->second;
   }
@@ -231,23 +236,37 @@ class CollectiveEngine::Builder {
   }
 
   // Adds a pipeline over connections `members` moving `data` bytes each.
+  //
+  // With q queue pairs per network connection the connection's data spreads evenly over them
+  // (round robin over sends, or split across all). The pipeline then stands for y = rate / q:
+  // each network member appears once per QP (its own path, each carrying rate / q), every
+  // in-server member q times (it carries the whole rate), and the bytes and the rate cap are
+  // divided by q, so the time to drain is unchanged and every resource sees what it carries.
   void pipeline(const std::vector<std::uint32_t>& members, std::uint64_t data, double data_rate_cap,
                 double floor_s, double tail_s) {
     Pipeline p;
+    std::size_t q = 1;
+    for (const std::uint32_t k : members) q = std::max(q, run_.conns[k].qps.size());
     for (const std::uint32_t k : members) {
-      p.members.push_back(run_.conns[k].address);
-      p.ranks.push_back(run_.conns[k].sender);
-      p.ranks.push_back(run_.conns[k].receiver);
+      const Conn& c = run_.conns[k];
+      for (std::size_t i = 0; i < q; ++i) {
+        p.members.push_back(c.address);
+        if (c.qps.size() == q) p.members.back().connection = c.qps[i];
+      }
+      p.ranks.push_back(c.sender);
+      p.ranks.push_back(c.receiver);
     }
     std::sort(p.ranks.begin(), p.ranks.end());
     p.ranks.erase(std::unique(p.ranks.begin(), p.ranks.end()), p.ranks.end());
     const double wire = run_.sizing.wire_factor;
-    p.bytes = Bytes(std::max<Bytes::rep>(
+    const Bytes total(std::max<Bytes::rep>(
         1, static_cast<Bytes::rep>(std::ceil(static_cast<double>(data) * wire))));
-    p.rate_cap = data_rate_cap * wire;
+    const auto qs = static_cast<Bytes::rep>(q);
+    p.bytes = Bytes((total.count() + qs - 1) / qs);
+    p.rate_cap = data_rate_cap * wire / static_cast<double>(q);
     p.floor = seconds(floor_s);
     p.tail = seconds(tail_s);
-    run_.result.wire_bytes += p.bytes * static_cast<Bytes::rep>(members.size());
+    run_.result.wire_bytes += total * static_cast<Bytes::rep>(members.size());
     run_.pipelines.push_back(std::move(p));
   }
 
@@ -567,7 +586,7 @@ void CollectiveEngine::on_start(std::uint64_t id) {
       const Pipeline& pl = run.pipelines[p];
       const std::uint64_t mid =
           port_.pipelines()->post_pipeline(pl.members, pl.bytes, pl.rate_cap, pl.floor, pl.tail);
-      messages_.emplace(mid, std::make_pair(static_cast<std::uint32_t>(id), kPipelineBit | p));
+      messages_.emplace(mid, Posted{static_cast<std::uint32_t>(id), kPipelineBit | p, 0});
     }
     return;
   }
@@ -720,23 +739,60 @@ void CollectiveEngine::complete_op(std::uint32_t id, std::uint32_t s) {
 
 void CollectiveEngine::post_transfer(std::uint32_t id, std::uint32_t k, Bytes wire) {
   Run& run = runs_[id];
-  const Conn& c = run.conns[k];
+  Conn& c = run.conns[k];
+  const auto send =
+      c.arrived + c.arrivals_scheduled + static_cast<std::uint32_t>(c.parts_left.size());
   Message m = c.address;
-  m.size = wire;
   m.start = sim_.now();
-  const std::uint64_t mid = port_.post(m);
-  messages_.emplace(mid, std::make_pair(id, k));
+  // NCCL's IB transport (net_ib p2p.cc, ncclIbCommBaseGetQpForRequest): request r goes on QP
+  // r mod q; with NCCL_IB_SPLIT_DATA_ON_QPS every request is cut over all q QPs in equal
+  // parts of ceil(ceil(size / q) / 128) x 128 bytes (IB_WRITE_CHUNK_ALIGNMENT), the last ones
+  // shorter or empty (empty parts move nothing and are not posted).
+  const std::size_t q = c.qps.size();
+  std::uint32_t parts = 0;
+  if (q > 1 && cfg_.ib_split_data_on_qps) {
+    const Bytes::rep part =
+        (wire.count() + static_cast<Bytes::rep>(q) - 1) / static_cast<Bytes::rep>(q);
+    const Bytes::rep aligned = (part + 127) / 128 * 128;
+    for (std::size_t i = 0; i < q; ++i) {
+      const Bytes::rep offset = aligned * static_cast<Bytes::rep>(i);
+      if (offset >= wire.count()) break;
+      m.connection = c.qps[i];
+      m.size = Bytes(std::min(aligned, wire.count() - offset));
+      messages_.emplace(port_.post(m), Posted{id, k, send});
+      ++parts;
+    }
+  } else {
+    m.connection = c.qps[c.requests % q];
+    m.size = wire;
+    messages_.emplace(port_.post(m), Posted{id, k, send});
+    parts = 1;
+  }
+  ++c.requests;
+  c.parts_left.push_back(parts);
 }
 
 void CollectiveEngine::on_message_complete(std::uint64_t mid) {
   const auto it = messages_.find(mid);
   if (it == messages_.end()) return;
-  const auto [id, k] = it->second;
+  const Posted posted = it->second;
   messages_.erase(it);
   // Called from inside the fabric: act in an event of our own, at the delivery time.
-  const bool pipeline = (k & kPipelineBit) != 0;
-  sim_.schedule_at(std::max(sim_.now(), port_.message(mid).finish),
-                   pipeline ? pipeline_done_ : arrival_, pack(id, k & ~kPipelineBit));
+  const Time at = std::max(sim_.now(), port_.message(mid).finish);
+  if ((posted.conn & kPipelineBit) != 0) {
+    sim_.schedule_at(at, pipeline_done_, pack(posted.run, posted.conn & ~kPipelineBit));
+    return;
+  }
+  // NCCL's receiver takes sends in order: a send has arrived when all its parts and every
+  // earlier send have (with several QPs a later one may land first and waits).
+  Conn& c = runs_[posted.run].conns[posted.conn];
+  const std::uint32_t first = c.arrived + c.arrivals_scheduled;
+  --c.parts_left[posted.send - first];
+  while (!c.parts_left.empty() && c.parts_left.front() == 0) {
+    c.parts_left.pop_front();
+    ++c.arrivals_scheduled;
+    sim_.schedule_at(at, arrival_, pack(posted.run, posted.conn));
+  }
 }
 
 void CollectiveEngine::on_arrival(std::uint64_t payload) {
@@ -745,6 +801,7 @@ void CollectiveEngine::on_arrival(std::uint64_t payload) {
   Run& run = runs_[id];
   Conn& c = run.conns[k];
   ++c.arrived;
+  --c.arrivals_scheduled;
   // The sending block's stores have landed. (It waits for them, so an in-server connection
   // never has two transfers in flight.)
   if (c.local) release(id, c.sender);

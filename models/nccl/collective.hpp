@@ -203,11 +203,18 @@ class CollectiveEngine final : public CompletionListener {
  private:
   struct Conn {
     std::uint32_t sender = 0, receiver = 0;  // streams
-    Message address{};
+    Message address{};                       // address.connection: qps.front()
     bool local = false;
     LinkClass link = LinkClass::kNet;
     std::uint32_t posted = 0, arrived = 0, consumed = 0;
     std::deque<Bytes> handoff;  // network sends the proxy has not handed to the NIC yet
+    // Its queue pairs (NCCL_IB_QPS_PER_CONNECTION; one inside a server), the sends handed to
+    // them so far (NCCL's request id, which picks the QP), and per send not yet arrived in
+    // order, its parts still in flight (one, or one per QP with NCCL_IB_SPLIT_DATA_ON_QPS).
+    std::vector<std::uint32_t> qps;
+    std::uint32_t requests = 0;
+    std::deque<std::uint32_t> parts_left;  // from send arrived + arrivals_scheduled on
+    std::uint32_t arrivals_scheduled = 0;  // arrived in order, their events not yet run
   };
   struct Op {
     std::uint32_t recv_begin = 0, recv_end = 0, send_begin = 0, send_end = 0;  // op_conns
@@ -247,7 +254,7 @@ class CollectiveEngine final : public CompletionListener {
   };
   struct Comm {
     CommLayout layout;
-    std::map<std::tuple<int, std::uint32_t, std::uint32_t>, std::uint32_t> qps;
+    std::map<std::tuple<int, std::uint32_t, std::uint32_t>, std::vector<std::uint32_t>> qps;
   };
   class Builder;
 
@@ -282,8 +289,12 @@ class CollectiveEngine final : public CompletionListener {
   ExecutionOptions exec_;
   std::vector<Comm> comms_;
   std::deque<Run> runs_;
-  // message id -> (run, conn); messages of other traffic are not ours.
-  std::map<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> messages_;
+  // message id -> (run, conn, the send's number on the connection); messages of other
+  // traffic are not ours.
+  struct Posted {
+    std::uint32_t run = 0, conn = 0, send = 0;
+  };
+  std::map<std::uint64_t, Posted> messages_;
   HandlerId start_, op_done_, op_post_, copy_done_, handoff_, arrival_, pipeline_done_;
   std::vector<StepSpan>* steps_ = nullptr;
   std::size_t step_limit_ = 0;

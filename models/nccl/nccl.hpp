@@ -133,6 +133,11 @@ struct NcclConfig {
   std::string topo_file;          // NCCL_TOPO_FILE ("" when unset)
   int cross_nic = 2;              // NCCL_CROSS_NIC (search.cc NCCL_PARAM default 2)
   int channels_per_net_peer = 0;  // NCCL_NCHANNELS_PER_NET_PEER (0: unset, NCCL's rule)
+  // Queue pairs per network connection and whether each send is split across them
+  // (NCCL_IB_QPS_PER_CONNECTION, net_ib connect.cc:60, default 1; NCCL_IB_SPLIT_DATA_ON_QPS,
+  // net_ib common.cc:22, default 0). Each QP is its own flow for ECMP.
+  int ib_qps_per_connection = 1;
+  bool ib_split_data_on_qps = false;
   // Inter-server order of the ranks (kList: server_list).
   ServerOrder server_order = ServerOrder::kHostfile;
   std::vector<int> server_list;
