@@ -182,6 +182,7 @@ FlowNetwork::Units FlowNetwork::packet_units(const Message& m) const {
 
 bool FlowNetwork::inside_server(const Message& m) const {
   if (!params_.host_side || gpus_.empty()) return false;
+  if (m.src_gpu == Message::kNvSwitch || m.dst_gpu == Message::kNvSwitch) return true;
   const auto& g = topo_.graph();
   const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
   return g[src_gpu].server == g[dst_gpu].server && src_gpu != dst_gpu;
@@ -238,6 +239,22 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
   const auto& g = topo_.graph();
   Route r;
   const bool host = params_.host_side && !gpus_.empty();
+  if (host && (m.src_gpu == Message::kNvSwitch || m.dst_gpu == Message::kNvSwitch)) {
+    // Half an NVLink transfer: the GPU's NVLink bundle towards the NVSwitches, or from them,
+    // one hop's latency.
+    const bool up = m.dst_gpu == Message::kNvSwitch;
+    const Vertex gpu = up ? gpu_vertex(m.src, m.src_gpu) : gpu_vertex(m.dst, m.dst_gpu);
+    Bandwidth::rep total = 0;
+    for (auto [e, end] = boost::out_edges(gpu, g); e != end; ++e)
+      if (g[*e].kind == LinkKind::kNvLink && g[boost::target(*e, g)].kind == NodeKind::kNvSwitch) {
+        total += g[*e].rate.bps();
+        r.latency = g[*e].latency;
+      }
+    if (total == 0)
+      throw std::logic_error(fmt::format("{} has no NVLink to an NVSwitch", g[gpu].name));
+    r.resources.push_back(nvlink_resource(gpu, up, total));
+    return r;
+  }
   const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
   if (inside_server(m)) {
     // Inside a server: NVLink through the NVSwitches (striped: the GPU's links together) or

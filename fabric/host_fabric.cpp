@@ -185,6 +185,24 @@ std::size_t HostFabric::route_between(Vertex from_gpu, Vertex to_gpu, EgressPort
 bool HostFabric::transfer_local(std::uint64_t id) {
   const Message& m = log_[id];
   const auto& g = topo_.graph();
+  if (m.src_gpu == Message::kNvSwitch || m.dst_gpu == Message::kNvSwitch) {
+    // Half an NVLink transfer (NVLS multimem traffic): striped over the GPU's links to the
+    // NVSwitches, or over the switches' links to it, as a message between GPUs is; the data
+    // ends (or starts) in the switch. A switch-to-GPU port serves packets forwarded to it
+    // first and pulls these when idle.
+    const bool up = m.dst_gpu == Message::kNvSwitch;
+    const Vertex gpu = up ? source_gpu(m) : destination_gpu(m);
+    for (auto [e, end] = boost::out_edges(gpu, g); e != end; ++e) {
+      const Vertex sw = boost::target(*e, g);
+      if (g[*e].kind != LinkKind::kNvLink || g[sw].kind != NodeKind::kNvSwitch) continue;
+      EgressPort* port =
+          up ? link_port(gpu, sw, g[*e]) : link_port(sw, gpu, g[boost::edge(sw, gpu, g).first]);
+      auto [it, inserted] = local_routes_.try_emplace({port, up ? sw : gpu}, routes_.size());
+      if (inserted) routes_.push_back(Route{{port}, 0, false, true});
+      start_source(port, id, it->second);
+    }
+    return true;
+  }
   const Vertex from = source_gpu(m), to = destination_gpu(m);
   if (from == to || g[from].server != g[to].server) return false;
   // NVLink: every link bundle out of the source GPU that reaches the destination (directly or

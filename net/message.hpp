@@ -14,6 +14,9 @@ namespace fabricsim {
 struct Message {
   // Host-side location meaning "the GPU paired with the endpoint's NIC".
   static constexpr std::uint32_t kPairedGpu = std::numeric_limits<std::uint32_t>::max();
+  // GPU value naming the NVSwitches of the other end's server: a message from (or to) them is
+  // half of an NVLink transfer, the GPU's multimem traffic (NVLS) on its NVLink links only.
+  static constexpr std::uint32_t kNvSwitch = std::numeric_limits<std::uint32_t>::max() - 1;
   // Connection value asking for a connection of the message's own.
   static constexpr std::uint32_t kOwnConnection = std::numeric_limits<std::uint32_t>::max();
 

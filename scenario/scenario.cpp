@@ -138,6 +138,10 @@ class Keys {
     const KeySpec& k = row(key, T::kInteger);
     return r_.integer(key, given(k, value), lower(k), upper(k));
   }
+  double real(std::string_view key, std::optional<double> value) {
+    const KeySpec& k = row(key, T::kReal);
+    return r_.real(key, given(k, value), k.min, k.max);
+  }
   Time time(std::string_view key, std::optional<Time> value) {
     const KeySpec& k = row(key, T::kTime);
     return r_.time(key, given(k, value), !k.positive);
@@ -550,6 +554,9 @@ void read_nccl(Keys& r, Scenario& s) {
             fmt::format("must not exceed NCCL_MAX_NCHANNELS ({})", c.max_channels));
   c.cross_nic = static_cast<int>(r.integer("NCCL_CROSS_NIC"));
   c.channels_per_net_peer = static_cast<int>(r.integer("NCCL_NCHANNELS_PER_NET_PEER"));
+  c.nvls_enable = static_cast<int>(r.integer("NCCL_NVLS_ENABLE"));
+  c.nvls_chunksize = r.byte_count("NCCL_NVLS_CHUNKSIZE");
+  c.nvls_channels = static_cast<int>(r.integer("NCCL_NVLS_NCHANNELS"));
   c.ib_qps_per_connection = static_cast<int>(r.integer("NCCL_IB_QPS_PER_CONNECTION"));
   c.ib_split_data_on_qps = r.integer("NCCL_IB_SPLIT_DATA_ON_QPS") != 0;
   s.network.host.pxn = r.integer("NCCL_PXN_DISABLE") == 0;
@@ -597,6 +604,7 @@ void read_nccl(Keys& r, Scenario& s) {
   s.gpu.hbm = r.bandwidth("gpu_hbm", s.gpu.hbm);
   s.gpu.channel = r.bandwidth("gpu_channel_rate", s.gpu.channel);
   s.gpu.sms = static_cast<int>(r.integer("gpu_sms", s.gpu.sms));
+  s.gpu.nvls_efficiency = r.real("gpu_nvls_efficiency", s.gpu.nvls_efficiency);
 }
 
 // A training step ([workload]); compute times given, or derived from a sustained GPU rate:

@@ -1061,6 +1061,29 @@ void add_nccl(std::vector<KeySpec>& k) {
               "channel count rounded up; across servers halved while it × ⌈ranks / 8⌉ exceeds "
               "that. Sets `sendrecv_perf` and `alltoall_perf` bandwidth: one block moves at most "
               "`gpu_channel_rate`"});
+  k.push_back({.path = "nccl.NCCL_NVLS_ENABLE",
+               .type = T::kInteger,
+               .fallback = integer(c.nvls_enable),
+               .min = 0,
+               .max = 2,
+               .doc = "NVLink SHARP (NCCL `transport/nvls.cc`): 0 off; 1 or 2 (default) on where "
+                      "the hardware has it (NVSwitches, compute capability 9.0 or later, "
+                      "`gpu_nvls_efficiency` > 0). The model runs NVLS AllReduce inside one "
+                      "server; the tuner then weighs it against Ring and Tree as NCCL does"});
+  k.push_back({.path = "nccl.NCCL_NVLS_CHUNKSIZE",
+               .type = T::kByteCount,
+               .fallback = c.nvls_chunksize,
+               .positive = true,
+               .doc = "NVLS chunk per head and loop (NCCL's default 128 KiB; smaller sizes use "
+                      "64, 32 or 16 KiB as enqueue.cc picks them); a head's buffer is 8 chunks"});
+  k.push_back({.path = "nccl.NCCL_NVLS_NCHANNELS",
+               .type = T::kInteger,
+               .fallback = integer(c.nvls_channels),
+               .note = "(NCCL's: 16 on Hopper)",
+               .min = 0,
+               .max = 64,
+               .doc = "thread blocks (channels) an NVLS collective runs on; 0: NCCL's per "
+                      "architecture count (NVLS_NCHANNELS_SM90 16)"});
   k.push_back({.path = "nccl.NCCL_IB_QPS_PER_CONNECTION",
                .type = T::kInteger,
                .fallback = integer(c.ib_qps_per_connection),
@@ -1167,6 +1190,16 @@ void add_nccl(std::vector<KeySpec>& k) {
               "use a large value for \"unlimited\". The channel count inside a server follows "
               "NCCL's graph-search figure instead (topo.h: 20 GB/s per channel on A100, 20.6 on "
               "H100), which this key does not change"});
+  k.push_back({.path = "nccl.gpu_nvls_efficiency",
+               .type = T::kReal,
+               .presence = P::kDerived,
+               .note = "the preset's: A100 0 (no NVLS), H100/H200 0.85 (NCCL tuning.cc "
+                       "`nvlsEfficiency`)",
+               .min = 0,
+               .max = 1,
+               .doc = "NVLink SHARP: the fraction of NCCL's per-link NVLink figure (20.6 GB/s on "
+                      "Hopper) that multimem traffic achieves on each of a GPU's links; 0: the "
+                      "GPU has no NVLS"});
   k.push_back({.path = "nccl.gpu_sms",
                .type = T::kInteger,
                .presence = P::kDerived,

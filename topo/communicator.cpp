@@ -165,10 +165,16 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
 
   // Channel count and the tuner's per-channel bandwidths.
   double nvlink_gbs = 0;
-  if (!rank_vertex.empty())
+  if (!rank_vertex.empty()) {
+    layout.nvswitch = true;
     for (auto [e, end] = boost::out_edges(rank_vertex.front(), g); e != end; ++e)
-      if (g[*e].kind == LinkKind::kNvLink)
+      if (g[*e].kind == LinkKind::kNvLink) {
         nvlink_gbs += static_cast<double>(g[*e].rate.bps()) / 8e9;
+        layout.nvlink_links += g[*e].lanes;
+        layout.nvswitch &= g[boost::target(*e, g)].kind == NodeKind::kNvSwitch;
+      }
+    layout.nvswitch &= layout.nvlink_links > 0;
+  }
   layout.intra_link = nvlink_gbs > 0 || gpus.empty() ? LinkClass::kNvLink : LinkClass::kPcie;
   // NCCL's graphs are searched alike on every node and the channel count is the minimum over
   // nodes: two rings per local NIC (search.cc duplicates a ring found per NIC).

@@ -96,25 +96,38 @@ class CollectiveEngine::Builder {
     Conn k;
     k.sender = sender;
     k.receiver = receiver;
-    const CommRank& ra = layout_.ranks[a];
-    const CommRank& rb = layout_.ranks[b];
-    k.local = ra.server == rb.server;
-    const bool p2p = c < 0;
-    const CommChannel* ch = p2p ? nullptr : &channel(c);
-    k.address.src = k.local || p2p ? ra.nic : ch->nic[a];
-    k.address.dst = k.local || p2p ? rb.nic : ch->nic[b];
-    k.address.src_gpu = ra.gpu;
-    k.address.dst_gpu = rb.gpu;
-    k.link = k.local ? layout_.intra_link : LinkClass::kNet;
+    const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
+    if (a >= n || b >= n) {
+      // Half of an NVLink transfer, between a GPU and the NVSwitches (an NVLS pseudo-rank):
+      // addressed at the GPU's own endpoint, the switch side marked kNvSwitch.
+      const CommRank& gpu = layout_.ranks[a >= n ? b : a];
+      k.local = true;
+      k.link = LinkClass::kNvLink;
+      k.address.src = k.address.dst = gpu.nic;
+      k.address.src_gpu = a >= n ? Message::kNvSwitch : gpu.gpu;
+      k.address.dst_gpu = b >= n ? Message::kNvSwitch : gpu.gpu;
+    } else {
+      const CommRank& ra = layout_.ranks[a];
+      const CommRank& rb = layout_.ranks[b];
+      k.local = ra.server == rb.server;
+      const bool p2p = c < 0;
+      const CommChannel* ch = p2p ? nullptr : &channel(c);
+      k.address.src = k.local || p2p ? ra.nic : ch->nic[a];
+      k.address.dst = k.local || p2p ? rb.nic : ch->nic[b];
+      k.address.src_gpu = ra.gpu;
+      k.address.dst_gpu = rb.gpu;
+      k.link = k.local ? layout_.intra_link : LinkClass::kNet;
+    }
     // Queue pairs per (channel, sender, receiver), kept for the communicator's lifetime:
     // NCCL_IB_QPS_PER_CONNECTION across servers (net_ib connect.cc), one inside a server.
-    auto [q, fresh] = e_.comms_[run_.comm].qps.try_emplace({c, a, b});
+    // NVLS kinds keep their own (a head's scatter and store both go to its switch side).
+    auto [q, fresh] = e_.comms_[run_.comm].qps.try_emplace({c, a, b, kind >= 3 ? kind : 0});
     if (fresh) {
       const int count = k.local ? 1 : std::max(1, e_.cfg_.ib_qps_per_connection);
       for (int i = 0; i < count; ++i) q->second.push_back(e_.port_.open_connection());
     }
-    k.qps = q->second;
-    k.address.connection = k.qps.front();
+    k.qps = &q->second;  // std::map nodes stay where they are
+    k.address.connection = q->second.front();
     run_.conns.push_back(std::move(k));
     return it->second;
   }
@@ -125,7 +138,9 @@ class CollectiveEngine::Builder {
   std::uint32_t plan_conn(const CollectivePlan& plan, int c, std::uint32_t e, std::uint32_t sender,
                           std::uint32_t receiver) {
     const PlanEdge& pe = plan.edges[e];
-    const int kind = plan.shape == CollectivePlan::Shape::kTree ? pe.lane + 1 : 0;
+    const int kind = plan.shape == CollectivePlan::Shape::kTree   ? pe.lane + 1
+                     : plan.shape == CollectivePlan::Shape::kNvls ? 3 + pe.lane
+                                                                  : 0;
     return conn(c, pe.from, pe.to, kind, sender, receiver);
   }
 
@@ -133,11 +148,14 @@ class CollectiveEngine::Builder {
   // the plan is not sliced), on the rank's stream of the step's lane.
   void execute(const CollectivePlan& plan, int c, std::uint64_t bytes) {
     const auto lanes = static_cast<std::uint32_t>(plan.lanes);
-    std::vector<std::uint32_t> position(layout_.ranks.size());
+    std::vector<std::uint32_t> position(std::max(layout_.ranks.size(), plan.order.size()));
     std::vector<std::uint32_t> streams(plan.order.size() * lanes);
     for (std::uint32_t p = 0; p < plan.order.size(); ++p) {
       position[plan.order[p]] = p;
-      for (std::uint32_t l = 0; l < lanes; ++l) streams[p * lanes + l] = stream(plan.order[p]);
+      for (std::uint32_t l = 0; l < lanes; ++l) {
+        streams[p * lanes + l] = stream(plan.order[p]);
+        run_.streams.back().nvswitch = plan.order[p] >= plan.switch_ranks_from;
+      }
       // A tree's reduce block pokes its broadcast block (the root's waits for it).
       if (lanes == 2)
         run_.streams[streams[p * lanes]].partner =
@@ -149,7 +167,7 @@ class CollectiveEngine::Builder {
     std::vector<std::uint32_t> conns(plan.edges.size());
     for (std::uint32_t e = 0; e < plan.edges.size(); ++e)
       conns[e] = plan_conn(plan, c, e, stream_of(plan.edges[e].from, plan.edges[e].lane),
-                           stream_of(plan.edges[e].to, plan.edges[e].lane));
+                           stream_of(plan.edges[e].to, plan.edges[e].to_lane));
     std::vector<std::uint32_t> recvs, sends;
     for (const std::uint64_t unit : plan.units(chunker_, bytes)) {
       const std::vector<std::uint64_t> parts =
@@ -162,9 +180,11 @@ class CollectiveEngine::Builder {
           for (const std::uint32_t e : plan.recvs(step)) recvs.push_back(conns[e]);
           for (const std::uint32_t e : plan.sends(step)) sends.push_back(conns[e]);
           const std::uint32_t s = streams[p * lanes + step.lane];
+          const auto copies =
+              static_cast<std::uint32_t>(step.distinct ? std::max(recvs.size(), sends.size()) : 1);
           for (std::uint32_t k = 0; k < step.repeat; ++k)
             for (const std::uint64_t b : parts)
-              op(s, recvs, sends, b, step.reduce, step.after_lane0 ? lane0_op : -1);
+              op(s, recvs, sends, b, step.reduce, step.after_lane0 ? lane0_op : -1, copies);
           if (step.lane == 0) lane0_op = static_cast<std::int32_t>(run_.ops.size() - 1);
         }
       }
@@ -174,7 +194,7 @@ class CollectiveEngine::Builder {
 
   void op(std::uint32_t s, const std::vector<std::uint32_t>& recvs,
           const std::vector<std::uint32_t>& sends, std::uint64_t bytes, bool reduce,
-          std::int32_t wait_op = -1) {
+          std::int32_t wait_op = -1, std::uint32_t copies = 1) {
     Op o;
     o.recv_begin = static_cast<std::uint32_t>(run_.op_conns.size());
     run_.op_conns.insert(run_.op_conns.end(), recvs.begin(), recvs.end());
@@ -184,6 +204,7 @@ class CollectiveEngine::Builder {
     o.bytes = bytes;
     o.reduce = reduce;
     o.wait_op = wait_op;
+    o.copies = copies;
     run_.ops.push_back(o);
     ops_[s].push_back(static_cast<std::uint32_t>(run_.ops.size() - 1));
   }
@@ -246,15 +267,16 @@ class CollectiveEngine::Builder {
                 double floor_s, double tail_s) {
     Pipeline p;
     std::size_t q = 1;
-    for (const std::uint32_t k : members) q = std::max(q, run_.conns[k].qps.size());
+    for (const std::uint32_t k : members) q = std::max(q, run_.conns[k].qps->size());
     for (const std::uint32_t k : members) {
       const Conn& c = run_.conns[k];
       for (std::size_t i = 0; i < q; ++i) {
         p.members.push_back(c.address);
-        if (c.qps.size() == q) p.members.back().connection = c.qps[i];
+        if (c.qps->size() == q) p.members.back().connection = (*c.qps)[i];
       }
-      p.ranks.push_back(c.sender);
-      p.ranks.push_back(c.receiver);
+      // (An NVLS pseudo-rank, the NVSwitch, finishes nothing of its own.)
+      for (const std::uint32_t r : {c.sender, c.receiver})
+        if (r < layout_.ranks.size()) p.ranks.push_back(r);
     }
     std::sort(p.ranks.begin(), p.ranks.end());
     p.ranks.erase(std::unique(p.ranks.begin(), p.ranks.end()), p.ranks.end());
@@ -272,6 +294,8 @@ class CollectiveEngine::Builder {
 
   // The streamed execution of a plan: one pipeline per channel over the plan's edges.
   void run_streamed(const CollectivePlan& plan, int c, std::uint64_t bytes) {
+    // NVLS opens only the connections its pipeline uses (2n of its 2n (n + 1) edges).
+    if (plan.shape == CollectivePlan::Shape::kNvls) return stream_nvls(plan, c, bytes);
     std::vector<std::uint32_t> conns(plan.edges.size());  // streams are the ranks here
     for (std::uint32_t e = 0; e < plan.edges.size(); ++e)
       conns[e] = plan_conn(plan, c, e, plan.edges[e].from, plan.edges[e].to);
@@ -282,6 +306,8 @@ class CollectiveEngine::Builder {
         return stream_chain(plan, conns, bytes);
       case CollectivePlan::Shape::kTree:
         return stream_tree(plan, conns, bytes);
+      case CollectivePlan::Shape::kNvls:
+        return;  // above
     }
   }
 
@@ -395,6 +421,41 @@ class CollectiveEngine::Builder {
     pipeline(members, bytes, static_cast<double>(b) / block, 0, fill);
   }
 
+  // NVLS: every edge carries one chunk per loop, so all of them move bytes / n at one rate,
+  // capped by the busiest block: a GPU's scatter and gather lanes each copy n chunks per loop,
+  // its reduce lane one, a switch pseudo-rank's lanes one multimem operation each (the
+  // multimem rate, see nvls_seconds). Fill: one chunk's way, scatter, switch, head, switch,
+  // gather.
+  void stream_nvls(const CollectivePlan& plan, int c, std::uint64_t bytes) {
+    const std::uint32_t n = plan.switch_ranks_from;
+    const auto conn_of = [&](std::uint32_t e) {
+      return plan_conn(plan, c, e, plan.edges[e].from, plan.edges[e].to);
+    };
+    // The n + 1 edges into (out of) a GPU's switch side all cross the same NVLink bundle: one
+    // member per GPU and direction carrying their n + 1 shares loads every link alike with
+    // 2n members instead of 2n (n + 1), which the max-min solver pays for on every change.
+    std::vector<std::uint32_t> members;
+    std::vector<bool> up_of(n), down_of(n);
+    for (std::uint32_t e = 0; e < plan.edges.size(); ++e) {
+      const PlanEdge& pe = plan.edges[e];
+      std::vector<bool>& seen = pe.to >= n ? up_of : down_of;
+      const std::uint32_t gpu = pe.to >= n ? pe.from : pe.to;
+      if (!seen[gpu]) members.push_back(conn_of(e));
+      seen[gpu] = true;
+    }
+    const std::vector<std::uint64_t> units = plan.units(chunker_, bytes);
+    const std::uint64_t data = std::accumulate(units.begin(), units.end(), std::uint64_t{0});
+    const std::uint64_t b = units.front();
+    const std::uint32_t k_up = conn_of(plan.fill[0]), k_store = conn_of(plan.fill[2]),
+                        k_down = conn_of(plan.fill[3]);  // before any reference into conns
+    const Conn &up = run_.conns[k_up], &store = run_.conns[k_store], &down = run_.conns[k_down];
+    const double lane = std::max(op_seconds(up, n * b, false), op_seconds(down, n * b, false));
+    const double block = std::max(lane, e_.nvls_seconds(run_, b, n));
+    const double fill = hop_seconds(up, b, false) + 2 * e_.nvls_seconds(run_, b, n) +
+                        hop_seconds(store, b, false) + op_seconds(down, b, false);
+    pipeline(members, data * (n + 1), static_cast<double>(b) * (n + 1) / block, 0, fill);
+  }
+
   // Point to point: one pipeline per sender over its pairs (NCCL schedules a rank's sends to
   // all its peers in rounds across its channels, so they progress together): each pair moves
   // its bytes at the sender's common rate, capped by a pair's send and receive blocks.
@@ -487,8 +548,22 @@ int CollectiveEngine::channels(std::uint32_t comm) const {
   return std::clamp(nc, 1, 64);
 }
 
+bool CollectiveEngine::nvls_available(const CommLayout& l) const {
+  // NCCL (nvls.cc, search.cc): NVLS needs NVSwitches, compute capability 9.0 or later and
+  // NCCL_NVLS_ENABLE not 0; the model runs it inside one server (multi-node NVLS and NVLSTree
+  // are not modelled).
+  return cfg_.nvls_enable != 0 && l.servers == 1 && l.nvswitch && l.ranks.size() >= 2 &&
+         gpu_.sm_version >= 90 && gpu_.nvls_efficiency > 0;
+}
+
+int CollectiveEngine::nvls_channels() const {
+  if (cfg_.nvls_channels > 0) return cfg_.nvls_channels;
+  return gpu_.sm_version >= 100 ? 24 : 16;  // nvls.cc NVLS_NCHANNELS_SM100_NVL, _SM90
+}
+
 TunerChoice CollectiveEngine::choose(std::uint32_t comm, const CollectiveRequest& req) const {
   const CommLayout& l = comms_[comm].layout;
+  const double nvlink_gbs = static_cast<double>(gpu_.nvlink_channel.bps()) / 8e9;
   NcclConfig cfg = cfg_;
   // A request's own choice enables exactly it (value 1: as NCCL_ALGO/NCCL_PROTO naming it).
   const auto only = [](EnableTable& t, int element) {
@@ -507,7 +582,13 @@ TunerChoice CollectiveEngine::choose(std::uint32_t comm, const CollectiveRequest
                       .sm_version = gpu_.sm_version,
                       .bw_intra_gbs = l.bw_intra_gbs,
                       .bw_inter_gbs = l.bw_inter_gbs,
-                      .ll128_enabled = cfg.ll128_enabled};
+                      .ll128_enabled = cfg.ll128_enabled,
+                      .nvls_bw_intra_gbs =
+                          nvls_available(l)
+                              ? nvls_graph_bw_gbs(l.nvlink_links * nvlink_gbs,
+                                                  static_cast<int>(l.ranks.size()), gpu_.sm_version)
+                              : 0,
+                      .nvls_efficiency = gpu_.nvls_efficiency};
   return tune(in, cfg);
 }
 
@@ -526,12 +607,20 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
       req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv ? Proto::kSimple : choice.proto;
   r.tuner_us = choice.predicted_us;
   const bool p2p = req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv;
-  r.channels = p2p ? comms_[comm].layout.p2p_channels
-                   : channels_for_size(channels(comm), r.proto, req.bytes);
+  r.channels = p2p                     ? comms_[comm].layout.p2p_channels
+               : r.algo == Algo::kNvls ? nvls_channels()  // enqueue.cc: nvlsChannels as they are
+                                       : channels_for_size(channels(comm), r.proto, req.bytes);
   r.start = at;
   const auto n = comms_[comm].layout.ranks.size();
   r.rank_finish.assign(n, at);
   run.sizing = step_sizing(req.op, r.algo, r.proto, cfg_);
+  if (r.algo == Algo::kNvls) {
+    // enqueue.cc: smaller NVLS chunks for sizes that would leave the channels' heads idle.
+    const Bytes chunk(static_cast<Bytes::rep>(
+        nvls_chunk_bytes(req.bytes, static_cast<std::uint64_t>(r.channels) * n,
+                         static_cast<std::uint64_t>(run.sizing.chunk.count()))));
+    run.sizing.step = run.sizing.chunk = run.sizing.slice = chunk;
+  }
   // One rank: NCCL moves nothing between GPUs; it copies the send buffer into the receive
   // buffer (cudaMemcpyAsync device to device), which reads and writes HBM once each:
   //   t = launch + 2 x bytes / hbm  (hbm counts reads and writes together),
@@ -621,12 +710,17 @@ void CollectiveEngine::try_advance(std::uint32_t id, std::uint32_t s) {
                               : o.recv_begin < o.recv_end ? run.op_conns[o.recv_begin]
                                                           : UINT32_MAX;
   const LinkClass cls = first == UINT32_MAX ? LinkClass::kNvLink : run.conns[first].link;
-  const Time t_latency =
+  Time t_latency =
       step_latency(run.result.proto, cls == LinkClass::kNet ? LinkClass::kNvLink : cls);
   Time t_copy{};
-  if (const double rate = copy_rate(o.reduce, run.result.channels); rate > 0 && o.bytes > 0)
+  if (st.nvswitch) {
+    // The NVSwitch: no thread block, its multimem operation at the multimem rate.
+    t_latency = Time::zero();
+    const auto n = static_cast<std::uint32_t>(comms_[run.comm].layout.ranks.size());
+    t_copy = Time::from_ps(static_cast<Time::rep>(std::ceil(nvls_seconds(run, o.bytes, n) * 1e12)));
+  } else if (const double rate = copy_rate(o.reduce, run.result.channels); rate > 0 && o.bytes > 0)
     t_copy = Time::from_ps(
-        static_cast<Time::rep>(std::ceil(static_cast<double>(o.bytes) * 8e12 / rate)));
+        static_cast<Time::rep>(std::ceil(static_cast<double>(o.bytes * o.copies) * 8e12 / rate)));
   st.busy = true;
   st.since = sim_.now();
   std::uint32_t local_sends = 0;
@@ -670,6 +764,20 @@ Time CollectiveEngine::proxy_delay(Proto proto) const {
                   step_latency(proto, LinkClass::kNet) - step_latency(proto, LinkClass::kNvLink));
 }
 
+double CollectiveEngine::nvls_seconds(const Run& run, std::uint64_t bytes, std::uint32_t n) const {
+  // Multimem traffic reaches nvlsEfficiency x NCCL's per-link NVLink figure on each of a GPU's
+  // links (tuning.cc: NVLS bandwidth = bwIntra x nvlsEfficiency, bwIntra from topo.h's
+  // SMxx_NVLINK_BW per link), each direction: R = links x efficiency x nvlink_channel, a share
+  // R / channels per NVLS channel. Per loop a channel moves n + 1 chunks out of and into every
+  // GPU (n scattered to the heads' loads, one store; one reduction, n stores received), so
+  // each of its multimem operations (one per head and lane, all running side by side) takes
+  // (n + 1) x bytes / (R / channels): each GPU then moves exactly R each way.
+  const double rate = comms_[run.comm].layout.nvlink_links * gpu_.nvls_efficiency *
+                      static_cast<double>(gpu_.nvlink_channel.bps()) /
+                      std::max(1, run.result.channels);
+  return rate > 0 ? static_cast<double>((n + 1) * bytes) * 8 / rate : 0.0;
+}
+
 double CollectiveEngine::copy_rate(bool reduce, int channels) const {
   if (gpu_.channel.bps() <= 0) return 0;   // unlimited
   const double accesses = reduce ? 3 : 2;  // a reduction reads two buffers and writes one
@@ -693,7 +801,7 @@ void CollectiveEngine::post_sends(std::uint32_t id, std::uint32_t index) {
       post_transfer(id, k, wire);
       continue;
     }
-    c.handoff.push_back(wire);  // same delay for every send of a connection: order kept
+    c.handoff.push(wire);  // same delay for every send of a connection: order kept
     sim_.schedule_in(proxy, handoff_, pack(id, k));
   }
 }
@@ -703,7 +811,7 @@ void CollectiveEngine::on_handoff(std::uint64_t payload) {
   const auto k = static_cast<std::uint32_t>(payload);
   Conn& c = runs_[id].conns[k];
   const Bytes wire = c.handoff.front();
-  c.handoff.pop_front();
+  c.handoff.pop();
   post_transfer(id, k, wire);
 }
 
@@ -721,7 +829,7 @@ void CollectiveEngine::complete_op(std::uint32_t id, std::uint32_t s) {
   const Op o = run.ops[index];
   st.busy = false;
   ++st.next;
-  if (steps_ != nullptr && steps_->size() < step_limit_)
+  if (steps_ != nullptr && steps_->size() < step_limit_ && !st.nvswitch)
     steps_->push_back({run.comm, st.rank, st.since, sim_.now()});
   run.op_done[index] = true;
   for (std::uint32_t i = o.recv_begin; i < o.recv_end; ++i) {
@@ -740,36 +848,37 @@ void CollectiveEngine::complete_op(std::uint32_t id, std::uint32_t s) {
 void CollectiveEngine::post_transfer(std::uint32_t id, std::uint32_t k, Bytes wire) {
   Run& run = runs_[id];
   Conn& c = run.conns[k];
-  const auto send =
-      c.arrived + c.arrivals_scheduled + static_cast<std::uint32_t>(c.parts_left.size());
   Message m = c.address;
   m.start = sim_.now();
+  m.size = wire;
+  const std::vector<std::uint32_t>& qps = *c.qps;
+  if (qps.size() == 1) {
+    // One QP: the fabric delivers the connection's messages in order.
+    messages_.emplace(port_.post(m), Posted{id, k, 0});
+    return;
+  }
   // NCCL's IB transport (net_ib p2p.cc, ncclIbCommBaseGetQpForRequest): request r goes on QP
   // r mod q; with NCCL_IB_SPLIT_DATA_ON_QPS every request is cut over all q QPs in equal
   // parts of ceil(ceil(size / q) / 128) x 128 bytes (IB_WRITE_CHUNK_ALIGNMENT), the last ones
   // shorter or empty (empty parts move nothing and are not posted).
-  const std::size_t q = c.qps.size();
+  const auto send =
+      c.arrived + c.arrivals_scheduled + static_cast<std::uint32_t>(c.parts_left.size());
+  const auto q = static_cast<Bytes::rep>(qps.size());
   std::uint32_t parts = 0;
-  if (q > 1 && cfg_.ib_split_data_on_qps) {
-    const Bytes::rep part =
-        (wire.count() + static_cast<Bytes::rep>(q) - 1) / static_cast<Bytes::rep>(q);
-    const Bytes::rep aligned = (part + 127) / 128 * 128;
-    for (std::size_t i = 0; i < q; ++i) {
-      const Bytes::rep offset = aligned * static_cast<Bytes::rep>(i);
-      if (offset >= wire.count()) break;
-      m.connection = c.qps[i];
-      m.size = Bytes(std::min(aligned, wire.count() - offset));
+  if (cfg_.ib_split_data_on_qps) {
+    const Bytes::rep aligned = ((wire.count() + q - 1) / q + 127) / 128 * 128;
+    for (Bytes::rep i = 0; i < q && aligned * i < wire.count(); ++i, ++parts) {
+      m.connection = qps[static_cast<std::size_t>(i)];
+      m.size = Bytes(std::min(aligned, wire.count() - aligned * i));
       messages_.emplace(port_.post(m), Posted{id, k, send});
-      ++parts;
     }
   } else {
-    m.connection = c.qps[c.requests % q];
-    m.size = wire;
+    m.connection = qps[c.requests % qps.size()];
     messages_.emplace(port_.post(m), Posted{id, k, send});
     parts = 1;
   }
   ++c.requests;
-  c.parts_left.push_back(parts);
+  c.parts_left.push(parts);
 }
 
 void CollectiveEngine::on_message_complete(std::uint64_t mid) {
@@ -783,13 +892,16 @@ void CollectiveEngine::on_message_complete(std::uint64_t mid) {
     sim_.schedule_at(at, pipeline_done_, pack(posted.run, posted.conn & ~kPipelineBit));
     return;
   }
+  Conn& c = runs_[posted.run].conns[posted.conn];
+  if (c.qps->size() == 1) {
+    sim_.schedule_at(at, arrival_, pack(posted.run, posted.conn));
+    return;
+  }
   // NCCL's receiver takes sends in order: a send has arrived when all its parts and every
   // earlier send have (with several QPs a later one may land first and waits).
-  Conn& c = runs_[posted.run].conns[posted.conn];
-  const std::uint32_t first = c.arrived + c.arrivals_scheduled;
-  --c.parts_left[posted.send - first];
+  --c.parts_left[posted.send - (c.arrived + c.arrivals_scheduled)];
   while (!c.parts_left.empty() && c.parts_left.front() == 0) {
-    c.parts_left.pop_front();
+    c.parts_left.pop();
     ++c.arrivals_scheduled;
     sim_.schedule_at(at, arrival_, pack(posted.run, posted.conn));
   }
@@ -801,7 +913,7 @@ void CollectiveEngine::on_arrival(std::uint64_t payload) {
   Run& run = runs_[id];
   Conn& c = run.conns[k];
   ++c.arrived;
-  --c.arrivals_scheduled;
+  if (c.qps->size() > 1) --c.arrivals_scheduled;
   // The sending block's stores have landed. (It waits for them, so an in-server connection
   // never has two transfers in flight.)
   if (c.local) release(id, c.sender);
@@ -843,8 +955,10 @@ void CollectiveEngine::finish_run(std::uint32_t id) {
 
 void CollectiveEngine::finish_stream(std::uint32_t id, std::uint32_t s) {
   Run& run = runs_[id];
-  const std::uint32_t rank = run.streams[s].rank;
-  run.result.rank_finish[rank] = std::max(run.result.rank_finish[rank], sim_.now());
+  if (!run.streams[s].nvswitch) {
+    const std::uint32_t rank = run.streams[s].rank;
+    run.result.rank_finish[rank] = std::max(run.result.rank_finish[rank], sim_.now());
+  }
   if (--run.streams_left > 0) return;
   finish_run(id);
 }

@@ -30,7 +30,10 @@
 // Ring: data of a channel goes in loops of n x chunk; AllReduce takes 2(n-1) steps per chunk
 // (reduce-scatter then all-gather), ReduceScatter and AllGather n-1, Broadcast and Reduce a
 // chain of n-1 hops from / to the root. Tree (AllReduce only): channel c uses the double binary
-// tree's tree c mod 2 across servers, chains inside servers. AllToAll and SendRecv are
+// tree's tree c mod 2 across servers, chains inside servers. NVLS (AllReduce inside one
+// server with NVSwitches): scatter, in-switch reduction, multicast and gather through the
+// NVSwitch's pseudo-ranks of models/nccl/plan.hpp, whose operations take no thread block and
+// run at the multimem rate (nvls_seconds). AllToAll and SendRecv are
 // point-to-point, in chunks of NCCL's P2P chunk size (NVLink 512 KiB, otherwise 128 KiB).
 // A collective's time at a rank is launch latency + the time its last stream finishes.
 //
@@ -83,6 +86,10 @@ struct CommLayout {
   LinkClass intra_link = LinkClass::kNvLink;  // between GPUs of a server (PCIe without NVLink)
   double bw_intra_gbs = 20;                   // per channel, for the tuner (NCCL's graph bwIntra)
   double bw_inter_gbs = 12;                   // per channel, for the tuner (NCCL's graph bwInter)
+  // The first rank's GPU: its NVLink links, and whether they all lead to NVSwitches (what
+  // NVLS needs, with every rank on one server).
+  int nvlink_links = 0;
+  bool nvswitch = false;
   // Channels a point-to-point transfer to one peer is split over (NCCL's
   // p2pnChannelsPerPeer), each its own thread block and connection.
   int p2p_channels = 1;
@@ -201,26 +208,46 @@ class CollectiveEngine final : public CompletionListener {
   }
 
  private:
+  // A first-in first-out queue on a vector (moves without allocating, unlike std::deque, so
+  // a run's many connections relocate cheaply; allocates only once something is queued).
+  template <class T>
+  struct Fifo {
+    std::vector<T> items;
+    std::size_t head = 0;
+    bool empty() const { return head == items.size(); }
+    std::size_t size() const { return items.size() - head; }
+    T& front() { return items[head]; }
+    T& operator[](std::size_t i) { return items[head + i]; }
+    void push(T v) { items.push_back(v); }
+    void pop() {
+      if (++head == items.size()) {
+        items.clear();
+        head = 0;
+      }
+    }
+  };
   struct Conn {
     std::uint32_t sender = 0, receiver = 0;  // streams
-    Message address{};                       // address.connection: qps.front()
+    Message address{};                       // address.connection: (*qps)[0]
     bool local = false;
     LinkClass link = LinkClass::kNet;
     std::uint32_t posted = 0, arrived = 0, consumed = 0;
-    std::deque<Bytes> handoff;  // network sends the proxy has not handed to the NIC yet
-    // Its queue pairs (NCCL_IB_QPS_PER_CONNECTION; one inside a server), the sends handed to
-    // them so far (NCCL's request id, which picks the QP), and per send not yet arrived in
-    // order, its parts still in flight (one, or one per QP with NCCL_IB_SPLIT_DATA_ON_QPS).
-    std::vector<std::uint32_t> qps;
+    Fifo<Bytes> handoff;  // network sends the proxy has not handed to the NIC yet
+    // Its queue pairs (the communicator's, NCCL_IB_QPS_PER_CONNECTION; one inside a server),
+    // the sends handed to them so far (NCCL's request id, which picks the QP), and with more
+    // than one QP, per send not yet arrived in order, its parts still in flight (one, or one
+    // per QP with NCCL_IB_SPLIT_DATA_ON_QPS).
+    const std::vector<std::uint32_t>* qps = nullptr;
     std::uint32_t requests = 0;
-    std::deque<std::uint32_t> parts_left;  // from send arrived + arrivals_scheduled on
+    Fifo<std::uint32_t> parts_left;        // from send arrived + arrivals_scheduled on
     std::uint32_t arrivals_scheduled = 0;  // arrived in order, their events not yet run
   };
   struct Op {
     std::uint32_t recv_begin = 0, recv_end = 0, send_begin = 0, send_end = 0;  // op_conns
-    std::uint64_t bytes = 0;
+    std::uint64_t bytes = 0;                                                   // per edge
     bool reduce = false;
     std::int32_t wait_op = -1;  // op that must finish first (tree root: up before down)
+    std::uint32_t copies = 1;   // chunks the block copies (NVLS scatter/gather: one per edge)
   };
   struct Stream {
     std::uint32_t rank = 0;
@@ -229,6 +256,7 @@ class CollectiveEngine final : public CompletionListener {
     Time since{};               // when the current primitive started (traces)
     std::uint32_t pending = 0;  // copy timer + in-server sends still to land
     std::int32_t partner = -1;  // stream to poke when one of its ops finishes
+    bool nvswitch = false;      // an NVLS pseudo-rank's: the switch's multimem operations
   };
   // One pipeline of a streamed collective (PipelinePort::post_pipeline's arguments).
   struct Pipeline {
@@ -254,7 +282,8 @@ class CollectiveEngine final : public CompletionListener {
   };
   struct Comm {
     CommLayout layout;
-    std::map<std::tuple<int, std::uint32_t, std::uint32_t>, std::vector<std::uint32_t>> qps;
+    // (channel, sender, receiver, NVLS kind or 0) -> its queue pairs.
+    std::map<std::tuple<int, std::uint32_t, std::uint32_t, int>, std::vector<std::uint32_t>> qps;
   };
   class Builder;
 
@@ -268,6 +297,10 @@ class CollectiveEngine final : public CompletionListener {
   Time proxy_delay(Proto proto) const;
   // One thread block's copy rate, bits/s: min(per-block rate, HBM / (accesses x channels)).
   double copy_rate(bool reduce, int channels) const;
+  bool nvls_available(const CommLayout& layout) const;
+  int nvls_channels() const;  // NCCL_NVLS_NCHANNELS, else NCCL's per-architecture count
+  // An NVSwitch multimem operation on one NVLS channel moving `bytes` per edge among n GPUs.
+  double nvls_seconds(const Run& run, std::uint64_t bytes, std::uint32_t n) const;
   // Primitives the request would run as (to choose streamed execution).
   std::uint64_t primitives(const Run& run, const CollectiveRequest& req) const;
   void on_pipeline_done(std::uint64_t payload);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <span>
 #include <stdexcept>
 
 namespace fabricsim {
@@ -320,12 +321,13 @@ GpuSpec gpu_preset(std::string_view name) {
   // of the graph search, for the channel count (src/graph/topo.h: SM80_NVLINK_BW 20.0,
   // SM90_NVLINK_BW 20.6 GB/s). Until 2026-12 the Hopper copy rate was the graph-search figure
   // (20.6), which capped a GPU with one 400G NIC and two channels at 330 Gb/s.
+  // NVLS efficiency: tuning.cc nvlsEfficiency (Volta/Ampere 0: no NVLS, Hopper 0.85).
   const auto gbs = [](std::int64_t mb_per_s) { return Bandwidth::from_bps(mb_per_s * 8'000'000); };
   if (l == "a100")
-    return {"NVIDIA A100-SXM4-80GB", 80, 108, gbs(2'039'000), gbs(20'000), gbs(20'000)};
+    return {"NVIDIA A100-SXM4-80GB", 80, 108, gbs(2'039'000), gbs(20'000), gbs(20'000), 0.0};
   if (l == "h100")
-    return {"NVIDIA H100 80GB HBM3", 90, 132, gbs(3'350'000), gbs(36'700), gbs(20'600)};
-  if (l == "h200") return {"NVIDIA H200", 90, 132, gbs(4'800'000), gbs(36'700), gbs(20'600)};
+    return {"NVIDIA H100 80GB HBM3", 90, 132, gbs(3'350'000), gbs(36'700), gbs(20'600), 0.85};
+  if (l == "h200") return {"NVIDIA H200", 90, 132, gbs(4'800'000), gbs(36'700), gbs(20'600), 0.85};
   throw std::invalid_argument(
       fmt::format("unknown GPU '{}' (known: {})", name, fmt::join(gpu_preset_names(), ", ")));
 }
@@ -358,6 +360,13 @@ StepSizing step_sizing(CollOp op, Algo algo, Proto proto, const NcclConfig& cfg)
                      : proto == Proto::kLL   ? cfg.ll_buffsize
                                              : cfg.ll128_buffsize;
   s.step = Bytes(std::max<Bytes::rep>(1, buff.count() / kSteps));
+  if (algo == Algo::kNvls) {
+    // NVLS (Simple only): a head's buffer is NCCL_STEPS steps of one NVLS chunk
+    // (nvls.cc: buffSize = nvlsChunkSize x NCCL_STEPS); a primitive moves one chunk.
+    s.step = s.chunk = s.slice = Bytes(std::max<Bytes::rep>(1, cfg.nvls_chunksize.count()));
+    s.credits = kSteps;
+    return s;
+  }
   if (proto == Proto::kSimple && algo == Algo::kRing) {
     s.chunk = s.step * chunk_steps;
     s.slice = Bytes(s.chunk.count() / chunk_steps * slice_steps);
@@ -371,6 +380,15 @@ StepSizing step_sizing(CollOp op, Algo algo, Proto proto, const NcclConfig& cfg)
   }
   s.wire_factor = proto == Proto::kLL ? 2.0 : proto == Proto::kLL128 ? 128.0 / 120.0 : 1.0;
   return s;
+}
+
+std::uint64_t nvls_chunk_bytes(std::uint64_t bytes, std::uint64_t concurrent,
+                               std::uint64_t max_chunk) {
+  std::uint64_t chunk = max_chunk;
+  if (bytes < 64 * concurrent * chunk && chunk > 65536) chunk = 65536;
+  if (bytes < 8 * concurrent * chunk && chunk > 32768) chunk = 32768;
+  if (bytes < 2 * concurrent * chunk && chunk > 16384) chunk = 16384;
+  return chunk;
 }
 
 Chunker::Chunker(const StepSizing& sizing)
@@ -421,7 +439,36 @@ int channels_for_size(int channels, Proto proto, std::uint64_t bytes) {
   return nc;
 }
 
+double nvls_graph_bw_gbs(double nvlink_gbs, int nranks, int sm_version) {
+  // search.cc speedArrayIntra / sm90SpeedArrayIntra (SM100's is not needed: no preset).
+  static constexpr double kSm90[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0,
+                                     15.0, 12.0, 11.0, 6.0,  3.0};
+  static constexpr double kOlder[] = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0,
+                                      9.0,  7.0,  6.0,  5.0,  4.0,  3.0};
+  const double fit = nvlink_gbs / (nranks + 1);
+  const std::span<const double> steps =
+      sm_version >= 90 ? std::span<const double>(kSm90) : std::span<const double>(kOlder);
+  for (const double bw : steps)
+    if (bw <= fit) return bw;
+  return 0;
+}
+
 double tuner_time_us(const TunerInput& in, Algo algo, Proto proto) {
+  if (algo == Algo::kNvls) {
+    // tuning.cc, one server: NVLS runs Simple only, on the NVLS graph's channels (one per head):
+    // busBw = heads x bw x nvlsEfficiency x (heads - 1) / heads x 2 (AllReduce pipelines its
+    // reduce-scatter and all-gather), algBw = busBw x nranks / (2 (nranks - 1)); the latency
+    // is NVLink's hwLat for NVLS Simple, 25 us, in place of the base latency.
+    if (in.op != CollOp::kAllReduce || proto != Proto::kSimple || in.nnodes > 1 ||
+        in.nvls_bw_intra_gbs <= 0 || in.nranks < 2)
+      return HUGE_VAL;
+    const int heads = in.nranks;
+    const double bus = heads * in.nvls_bw_intra_gbs * in.nvls_efficiency * (heads - 1) / heads * 2;
+    const double alg = bus * in.nranks / (2.0 * (in.nranks - 1));
+    if (alg <= 0) return HUGE_VAL;
+    return 25.0 + static_cast<double>(in.bytes) / (1000.0 * alg);
+  }
+  if (algo != Algo::kRing && algo != Algo::kTree) return HUGE_VAL;
   const int a = algo == Algo::kRing ? 1 : 0;
   const int p = static_cast<int>(proto);
   // tuning.cc tables (protocols.md section 4).
@@ -484,7 +531,8 @@ bool protocol_enabled(const NcclConfig& cfg, CollOp op, Proto p) {
 TunerChoice tune(const TunerInput& in, const NcclConfig& cfg) {
   TunerChoice best;
   best.predicted_us = HUGE_VAL;
-  for (Algo a : {Algo::kTree, Algo::kRing}) {
+  // NCCL's order (algorithm ids), the first of equal times winning.
+  for (Algo a : {Algo::kTree, Algo::kRing, Algo::kNvls}) {
     if (cfg.algos.at(in.op, static_cast<int>(a)) == 0) continue;
     for (Proto p : {Proto::kLL, Proto::kLL128, Proto::kSimple}) {
       if (!protocol_enabled(cfg, in.op, p)) continue;

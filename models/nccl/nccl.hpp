@@ -33,8 +33,9 @@ enum class CollOp {
   kAllToAll,
   kSendRecv
 };
-// NCCL's algorithm ids (device.h NCCL_ALGO_*). The collective model runs Tree and Ring;
-// the others can be named in NCCL_ALGO (as NCCL parses it) but the tuner never picks them.
+// NCCL's algorithm ids (device.h NCCL_ALGO_*). The collective model runs Tree, Ring and NVLS
+// (single-server AllReduce); the others can be named in NCCL_ALGO (as NCCL parses it) but the
+// tuner never picks them.
 enum class Algo { kTree, kRing, kCollNetDirect, kCollNetChain, kNvls, kNvlsTree, kPat };
 enum class Proto { kLL, kLL128, kSimple };  // NCCL's ids 0, 1, 2
 inline constexpr int kAlgoCount = 7;
@@ -106,6 +107,10 @@ struct GpuSpec {
   // NCCL's per-channel NVLink bandwidth in its graph search (topo.h SMxx_NVLINK_BW): what
   // sets the channel count inside one server; not a copy-rate limit.
   Bandwidth nvlink_channel{};
+  // NVLink SHARP: the fraction of NCCL's per-link NVLink bandwidth (nvlink_channel) that
+  // multimem traffic (ld_reduce, st through the NVSwitches) achieves; 0: the GPU has no NVLS.
+  // NCCL's own figure (tuning.cc nvlsEfficiency: Hopper 0.85, Blackwell 0.74).
+  double nvls_efficiency = 0;
 };
 // "a100", "h100", "h200"; throws std::invalid_argument listing them for any other name.
 GpuSpec gpu_preset(std::string_view name);
@@ -138,6 +143,12 @@ struct NcclConfig {
   // net_ib common.cc:22, default 0). Each QP is its own flow for ECMP.
   int ib_qps_per_connection = 1;
   bool ib_split_data_on_qps = false;
+  // NVLink SHARP (transport/nvls.cc): NCCL_NVLS_ENABLE (0 off, 1 on, 2 NCCL's default: on where
+  // supported), NCCL_NVLS_CHUNKSIZE (128 KiB) and NCCL_NVLS_NCHANNELS (0: NCCL's per
+  // architecture count, NVLS_NCHANNELS_SM90 16, SM100 24 in one NVLink domain).
+  int nvls_enable = 2;
+  Bytes nvls_chunksize{128 << 10};
+  int nvls_channels = 0;
   // Inter-server order of the ranks (kList: server_list).
   ServerOrder server_order = ServerOrder::kHostfile;
   std::vector<int> server_list;
@@ -163,6 +174,11 @@ struct StepSizing {
   double wire_factor = 1;  // bytes on the wire per data byte (LL 2, LL128 128/120)
 };
 StepSizing step_sizing(CollOp op, Algo algo, Proto proto, const NcclConfig& cfg);
+// NVLS's chunk for `bytes` over `concurrent` = channels x heads operations (enqueue.cc):
+// from `max_chunk` (NCCL_NVLS_CHUNKSIZE) down to 64 KiB below 64 x concurrent x chunk bytes,
+// 32 KiB below 8 x, 16 KiB below 2 x.
+std::uint64_t nvls_chunk_bytes(std::uint64_t bytes, std::uint64_t concurrent,
+                               std::uint64_t max_chunk);
 
 // The one place a collective's bytes are cut into chunks and slices, from its StepSizing (so
 // NCCL_BUFFSIZE reaches every algorithm through here). NCCL's device loops (prims in
@@ -204,6 +220,11 @@ struct TunerInput {
   double bw_intra_gbs = 20;  // per channel, GB/s (NCCL graph bwIntra)
   double bw_inter_gbs = 12;  // per channel, GB/s (NCCL graph bwInter)
   bool ll128_enabled = true;
+  // NVLS (0: not available here). The NVLS graph's per-channel bandwidth (search.cc: one
+  // channel per head GPU, each GPU's NVLink bandwidth over nranks + 1, rounded down to NCCL's
+  // speed steps) and the GPU's nvlsEfficiency.
+  double nvls_bw_intra_gbs = 0;
+  double nvls_efficiency = 0;
 };
 struct TunerChoice {
   Algo algo = Algo::kRing;
@@ -211,6 +232,12 @@ struct TunerChoice {
   double predicted_us = 0;  // NCCL's own estimate, for the report
 };
 double tuner_time_us(const TunerInput& in, Algo algo, Proto proto);
+// The NVLS graph's per-channel bandwidth NCCL's search finds inside one server (search.cc
+// ncclTopoSearchTryNvls): channel h pulls from every GPU once and twice from head h, so each
+// GPU's NVLink carries (nranks + 1) x bw; bw is the largest of NCCL's speed steps
+// (sm90SpeedArrayIntra, speedArrayIntra before Hopper) with (nranks + 1) x bw <= nvlink_gbs
+// (the GPU's NVLink links x NCCL's per-link figure).
+double nvls_graph_bw_gbs(double nvlink_gbs, int nranks, int sm_version);
 // Minimum over the allowed pairs (NCCL_ALGO / NCCL_PROTO restrict them).
 TunerChoice tune(const TunerInput& in, const NcclConfig& cfg);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace fabricsim {
@@ -19,8 +20,8 @@ class PlanWriter {
     step(std::vector<std::uint32_t>(recvs), std::vector<std::uint32_t>(sends), reduce, repeat);
   }
   void step(const std::vector<std::uint32_t>& recvs, const std::vector<std::uint32_t>& sends,
-            bool reduce, std::uint32_t repeat = 1, std::uint8_t lane = 0,
-            bool after_lane0 = false) {
+            bool reduce, std::uint32_t repeat = 1, std::uint8_t lane = 0, bool after_lane0 = false,
+            bool distinct = false) {
     if (repeat == 0) return;
     PlanStep s;
     s.recv_begin = static_cast<std::uint32_t>(plan_.refs.size());
@@ -32,6 +33,7 @@ class PlanWriter {
     s.lane = lane;
     s.reduce = reduce;
     s.after_lane0 = after_lane0;
+    s.distinct = distinct;
     plan_.steps.push_back(s);
   }
   void end_rank() { plan_.step_begin.push_back(static_cast<std::uint32_t>(plan_.steps.size())); }
@@ -41,8 +43,9 @@ class PlanWriter {
 };
 
 // Opens an edge: appends it (rings and chains name each edge once).
-std::uint32_t edge(CollectivePlan& plan, std::uint32_t from, std::uint32_t to, std::uint8_t lane) {
-  plan.edges.push_back({from, to, lane});
+std::uint32_t edge(CollectivePlan& plan, std::uint32_t from, std::uint32_t to, std::uint8_t lane,
+                   std::optional<std::uint8_t> to_lane = std::nullopt) {
+  plan.edges.push_back({from, to, lane, to_lane.value_or(lane)});
   return static_cast<std::uint32_t>(plan.edges.size() - 1);
 }
 
@@ -65,8 +68,14 @@ class TreeEdges {
 
 std::vector<std::uint64_t> CollectivePlan::units(const Chunker& chunker,
                                                  std::uint64_t bytes) const {
-  return shape == Shape::kRing ? chunker.chunks(bytes, static_cast<std::uint32_t>(order.size()))
-                               : chunker.chunks(bytes);
+  switch (shape) {
+    case Shape::kRing:
+      return chunker.chunks(bytes, static_cast<std::uint32_t>(order.size()));
+    case Shape::kNvls:  // loops of one chunk per head
+      return chunker.chunks(bytes, switch_ranks_from);
+    default:
+      return chunker.chunks(bytes);
+  }
 }
 
 std::uint64_t CollectivePlan::primitives(const Chunker& chunker, std::uint64_t bytes) const {
@@ -81,6 +90,8 @@ std::uint64_t CollectivePlan::primitives(const Chunker& chunker, std::uint64_t b
       return per_unit * chunker.slice_count(bytes);
     case Shape::kTree:
       return per_unit * chunker.chunk_count(bytes);
+    case Shape::kNvls:
+      return per_unit * chunker.chunk_count(bytes, switch_ranks_from);
   }
   return per_unit;
 }
@@ -188,7 +199,51 @@ CollectivePlan plan_tree(const CommChannel& ch) {
   return plan;
 }
 
+CollectivePlan plan_nvls(std::uint32_t n) {
+  CollectivePlan plan;
+  plan.shape = CollectivePlan::Shape::kNvls;
+  plan.lanes = 3;
+  plan.switch_ranks_from = n;
+  // Edges per head h (the switch's pseudo-rank n + h): every GPU's chunk up (scatter lane to
+  // the switch's reduce lane), the reduction down to h (to h's reduce lane), h's store up,
+  // and its copies down to every GPU's gather lane.
+  std::vector<std::vector<std::uint32_t>> up(n), fan_out(n);
+  std::vector<std::uint32_t> reduced(n), stored(n);
+  for (std::uint32_t h = 0; h < n; ++h) {
+    for (std::uint32_t g = 0; g < n; ++g) up[h].push_back(edge(plan, g, n + h, 0));
+    reduced[h] = edge(plan, n + h, h, 0, 1);
+    stored[h] = edge(plan, h, n + h, 1);
+    for (std::uint32_t g = 0; g < n; ++g) fan_out[h].push_back(edge(plan, n + h, g, 1, 2));
+  }
+  PlanWriter w(plan);
+  for (std::uint32_t g = 0; g < n; ++g) {
+    plan.order.push_back(g);
+    // One scatter and one gather primitive per loop, each over all n heads with a chunk of
+    // its own for each (prims.scatter / prims.gather).
+    std::vector<std::uint32_t> to_heads, from_heads;
+    for (std::uint32_t h = 0; h < n; ++h) {
+      to_heads.push_back(up[h][g]);
+      from_heads.push_back(fan_out[h][g]);
+    }
+    w.step({}, to_heads, false, 1, 0, false, true);
+    w.step({reduced[g]}, {stored[g]}, false, 1, 1);  // multimem ld_reduce, then st
+    w.step(from_heads, {}, false, 1, 2, false, true);
+    w.end_rank();
+  }
+  for (std::uint32_t h = 0; h < n; ++h) {
+    plan.order.push_back(n + h);
+    w.step(up[h], {reduced[h]}, true, 1, 0);       // the switch reduces what all GPUs sent
+    w.step({stored[h]}, fan_out[h], false, 1, 1);  // and multicasts the head's store
+    w.end_rank();
+  }
+  // A chunk's way: GPU 0 up, reduced down to head 0, stored up, copied down to GPU 0.
+  plan.fill = {up[0][0], reduced[0], stored[0], fan_out[0][0]};
+  return plan;
+}
+
 CollectivePlan plan_collective(const CommChannel& ch, CollOp op, Algo algo, int root) {
+  if (op == CollOp::kAllReduce && algo == Algo::kNvls)
+    return plan_nvls(static_cast<std::uint32_t>(ch.ring.size()));
   if (op == CollOp::kAllReduce && algo == Algo::kTree) return plan_tree(ch);
   if (op == CollOp::kBroadcast || op == CollOp::kReduce)
     return plan_chain(ch, op == CollOp::kReduce, root);

@@ -26,6 +26,18 @@
 // every child's partial sum, adds its own and sends it to the parent (a leaf only sends);
 // lane 1 receives the result from the parent (the root: waits for its own lane 0) and sends
 // it to every child.
+//
+// NVLS (NVLink SHARP, one server; NCCL's all_reduce.h RunWorkColl<..., NCCL_ALGO_NVLS, ...>
+// oneNode branch): every GPU is a head owning 1/n of each loop of n chunks. Its scatter warps
+// (lane 0) put each chunk where head h's multimem load will find it, its reduce warps (lane
+// 1) pull head h's chunk reduced over all GPUs through the NVSwitch (multimem.ld_reduce) and
+// store the result to every GPU at once (multimem.st), its gather warps (lane 2) copy every
+// head's result out. The NVSwitch appears as pseudo-ranks n + h (one per head, ranks past the
+// communicator's): lane 0 receives head h's chunk from all n GPUs and sends the reduction to
+// h; lane 1 receives h's result and sends it to all n. Edges to and from a pseudo-rank are
+// halves of an NVLink transfer (GPU to switch, switch to GPU), so per loop every GPU sends
+// n + 1 chunks and receives n + 1: per byte of data (1 + 1/n) each way, against a ring's
+// 2 (n - 1) / n.
 
 #include <cstdint>
 #include <span>
@@ -36,8 +48,9 @@
 namespace fabricsim {
 
 struct PlanEdge {
-  std::uint32_t from = 0, to = 0;  // ranks of the communicator
-  std::uint8_t lane = 0;           // the block both ends run it on
+  std::uint32_t from = 0, to = 0;  // ranks of the communicator (NVLS: or its NVSwitch)
+  std::uint8_t lane = 0;           // the sender's block
+  std::uint8_t to_lane = 0;        // the receiver's (the same lane but for NVLS)
 };
 
 struct PlanStep {
@@ -47,10 +60,13 @@ struct PlanStep {
   std::uint8_t lane = 0;
   bool reduce = false;       // reduces what it receives with its own data (else copies)
   bool after_lane0 = false;  // waits for its rank's lane-0 primitive of the same unit
+  // Each edge carries data of its own (NVLS scatter, gather), so the block copies the unit
+  // once per edge; otherwise the same data goes to every edge it sends on.
+  bool distinct = false;
 };
 
 struct CollectivePlan {
-  enum class Shape { kRing, kChain, kTree };
+  enum class Shape { kRing, kChain, kTree, kNvls };
   Shape shape = Shape::kRing;
   int lanes = 1;
   std::vector<std::uint32_t> order;  // ranks
@@ -69,8 +85,10 @@ struct CollectivePlan {
   std::span<const std::uint32_t> sends(const PlanStep& s) const {
     return {refs.data() + s.send_begin, refs.data() + s.send_end};
   }
-  // Whether primitives move slices of a unit (ring, chain) or the whole unit (tree).
-  bool sliced() const { return shape != Shape::kTree; }
+  // Whether primitives move slices of a unit (ring, chain) or the whole unit (tree, NVLS).
+  bool sliced() const { return shape == Shape::kRing || shape == Shape::kChain; }
+  // NVLS: ranks at or past this one are the NVSwitch's pseudo-ranks (else none).
+  std::uint32_t switch_ranks_from = UINT32_MAX;
   // The units `bytes` of one channel are cut into (one chunker makes every cut).
   std::vector<std::uint64_t> units(const Chunker& chunker, std::uint64_t bytes) const;
   // Primitives the plan runs on `bytes` of one channel, counted without cutting them.
@@ -81,8 +99,9 @@ struct CollectivePlan {
 CollectivePlan plan_ring(const CommChannel& ch, CollOp op);
 CollectivePlan plan_chain(const CommChannel& ch, bool reduce, int root);
 CollectivePlan plan_tree(const CommChannel& ch);
-// The plan NCCL runs for `op` with `algo` (Tree only for AllReduce; Broadcast and Reduce as
-// chains; the rest as rings). Not for point-to-point operations.
+CollectivePlan plan_nvls(std::uint32_t ranks);
+// The plan NCCL runs for `op` with `algo` (Tree and NVLS only for AllReduce; Broadcast and
+// Reduce as chains; the rest as rings). Not for point-to-point operations.
 CollectivePlan plan_collective(const CommChannel& ch, CollOp op, Algo algo, int root);
 
 }  // namespace fabricsim

@@ -12,6 +12,7 @@
 #include "report/results.hpp"
 #include "scenario/scenario.hpp"
 #include "sim/checked.hpp"
+#include "tests/support/collective_run.hpp"
 #include "topo/analysis.hpp"
 #include "topo/communicator.hpp"
 
@@ -113,16 +114,9 @@ TEST(Correctness, GpuDirectOnDgxH100KeepsGpuNicTrafficUnderItsPcieSwitch) {
     const Scenario s = load_scenario_text(
         two_h100(), "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
     const BuiltCluster c(s);
-    Simulation sim(1);
-    const std::unique_ptr<Fabric> fabric = make_fabric(sim, s, c);
-    CollectiveEngine engine(sim, *fabric, s.gpu, s.nccl, s.execution);
-    CommunicatorOptions o;
-    o.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
-    const auto comm = engine.add_communicator(build_communicator(c.topology, c.routing, o));
-    const auto id = engine.launch(comm, {.op = CollOp::kAllReduce, .bytes = 16 << 20}, sim.now());
-    sim.run();
-    ASSERT_TRUE(engine.result(id).done);
-    const auto loads = bottleneck_summary(*fabric, sim.now(), {}, 1000);
+    const auto run = fixtures::run_collective(s, c, CollOp::kAllReduce, 16 << 20);
+    ASSERT_TRUE(run.result.done);
+    const auto loads = bottleneck_summary(*run.fabric, run.sim->now(), {}, 1000);
     ASSERT_FALSE(loads.empty());
     bool nic_busy = false;
     for (const auto& l : loads) {

@@ -10,7 +10,7 @@
 #include "experiments/run.hpp"
 #include "fabric/fabric.hpp"
 #include "scenario/scenario.hpp"
-#include "topo/communicator.hpp"
+#include "tests/support/collective_run.hpp"
 
 using namespace fabricsim;
 
@@ -50,24 +50,17 @@ AllReduceRun all_reduce(const std::string& text, const std::string& fidelity, in
                      fmt::format("nccl.NCCL_IB_QPS_PER_CONNECTION={}", qps),
                      fmt::format("nccl.NCCL_IB_SPLIT_DATA_ON_QPS={}", split ? 1 : 0)}});
   const BuiltCluster c(s);
-  Simulation sim(s.seed);
-  const std::unique_ptr<Fabric> fabric = make_fabric(sim, s, c);
-  CollectiveEngine engine(sim, *fabric, s.gpu, s.nccl, s.execution);
-  CommunicatorOptions o;
-  o.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
-  const auto comm = engine.add_communicator(build_communicator(c.topology, c.routing, o));
-  const auto id = engine.launch(comm, {.op = CollOp::kAllReduce, .bytes = bytes}, sim.now());
-  sim.run();
-  EXPECT_TRUE(engine.result(id).done);
+  const auto run = fixtures::run_collective(s, c, CollOp::kAllReduce, bytes);
+  EXPECT_TRUE(run.result.done);
   AllReduceRun out;
-  out.seconds = engine.result(id).mean_us() * 1e-6;
-  fabric->for_each_link([&](const Fabric::Link& l) {
+  out.seconds = run.result.mean_us() * 1e-6;
+  run.fabric->for_each_link([&](const Fabric::Link& l) {
     if (l.layer == "leaf uplink") out.uplink_bytes.push_back(static_cast<double>(l.bytes));
   });
   const auto server = [&](std::uint32_t e) {
     return c.topology.graph()[c.topology.endpoints()[e]].server;
   };
-  for (const Message& m : fabric->messages())
+  for (const Message& m : run.fabric->messages())
     if (server(m.src) != server(m.dst)) out.network_messages.push_back(m);
   return out;
 }

@@ -1,0 +1,37 @@
+#pragma once
+// One collective on a scenario's own cluster and fabric, run to completion: what tests that
+// look at the links after a collective share.
+
+#include <memory>
+
+#include "experiments/run.hpp"
+#include "fabric/fabric.hpp"
+#include "scenario/scenario.hpp"
+#include "topo/communicator.hpp"
+
+namespace fabricsim::fixtures {
+
+struct CollectiveRun {
+  std::unique_ptr<Simulation> sim;
+  std::unique_ptr<Fabric> fabric;
+  std::unique_ptr<CollectiveEngine> engine;  // the fabric's listener: kept beside it
+  CollectiveResult result;
+};
+
+// The whole cluster's communicator (NCCL's rings and trees for it), `op` of `bytes`.
+inline CollectiveRun run_collective(const Scenario& s, const BuiltCluster& c, CollOp op,
+                                    std::uint64_t bytes) {
+  CollectiveRun r;
+  r.sim = std::make_unique<Simulation>(s.seed);
+  r.fabric = make_fabric(*r.sim, s, c);
+  r.engine = std::make_unique<CollectiveEngine>(*r.sim, *r.fabric, s.gpu, s.nccl, s.execution);
+  CommunicatorOptions o;
+  o.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
+  const auto comm = r.engine->add_communicator(build_communicator(c.topology, c.routing, o));
+  const auto id = r.engine->launch(comm, {.op = op, .bytes = bytes}, r.sim->now());
+  r.sim->run();
+  r.result = r.engine->result(id);
+  return r;
+}
+
+}  // namespace fabricsim::fixtures

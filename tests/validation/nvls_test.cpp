@@ -1,0 +1,125 @@
+// NVLink SHARP (NVLS) AllReduce inside one server: the in-switch bound, the traffic each GPU's
+// NVLink carries, and the published figures of validation/reference/nvls-single-server.toml.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <toml++/toml.h>
+
+#include <filesystem>
+
+#include "experiments/nccl_tests.hpp"
+#include "experiments/run.hpp"
+#include "fabric/fabric.hpp"
+#include "scenario/scenario.hpp"
+#include "tests/support/collective_run.hpp"
+
+using namespace fabricsim;
+
+namespace {
+
+std::string dgx_h100(const std::string& extra = "") {
+  return R"(
+[server]
+preset = "dgx-h100"
+count = 1
+[fabric]
+kind = "star"
+technology = "infiniband"
+link_rate = "400Gbps"
+)" + extra;
+}
+
+NcclTestsRow one_size(const Scenario& s, std::uint64_t bytes) {
+  const BuiltCluster c(s);
+  NcclTestsArgs a;
+  a.min_bytes = a.max_bytes = bytes;
+  const NcclTestsResult r = run_nccl_tests(s, c, a);
+  EXPECT_EQ(r.rows.size(), 1u);
+  return r.rows.empty() ? NcclTestsRow{} : r.rows.front();
+}
+
+}  // namespace
+
+TEST(Nvls, AllReduceOnOneDgxH100ApproachesTheInSwitchBound) {
+  // Per loop of n chunks every GPU sends n + 1 chunks towards the NVSwitches (one to each
+  // head's ld_reduce, its own store) and receives n + 1 (its reduction, every head's store):
+  // per byte of data (1 + 1/n) each way. Multimem traffic moves at R = links x nvlsEfficiency
+  // x NCCL's per-link figure = 18 x 0.85 x 20.6 = 315.2 GB/s each way, so
+  //   algbw <= R / (1 + 1/n),  busbw = algbw x 2 (n - 1) / n <= 2 (n - 1) / (n + 1) x R
+  // = 14/9 x 315.2 = 490.3 GB/s on 8 GPUs, against 2 (n - 1) / n = 1.75 bytes per byte a ring
+  // sends, which caps it at the NVLink payload rate. At 1 GiB the fill is a few per cent.
+  const double bound = 14.0 / 9.0 * 18 * 0.85 * 20.6;
+  for (const char* fidelity : {"flow", "packet"}) {
+    const Scenario s = load_scenario_text(
+        dgx_h100(), "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
+    const NcclTestsRow row = one_size(s, 1ull << 30);
+    EXPECT_EQ(row.algo, Algo::kNvls) << fidelity;
+    EXPECT_EQ(row.proto, Proto::kSimple) << fidelity;
+    EXPECT_EQ(row.channels, 16) << fidelity;  // NVLS_NCHANNELS_SM90
+    EXPECT_LT(row.busbw[0], bound) << fidelity;
+    EXPECT_GT(row.busbw[0], 0.95 * bound) << fidelity;
+  }
+  // NCCL_NVLS_ENABLE=0: the ring, whose busbw stays below the NVLink payload rate (18 x 25 GB/s
+  // x 256/272 = 423.5 GB/s).
+  const Scenario off = load_scenario_text(dgx_h100("[nccl]\nNCCL_NVLS_ENABLE = 0\n"), "t.toml",
+                                          {.overrides = {"fidelity=\"flow\""}});
+  const NcclTestsRow ring = one_size(off, 1ull << 30);
+  EXPECT_EQ(ring.algo, Algo::kRing);
+  EXPECT_LT(ring.busbw[0], 423.5);
+  // A100 has no NVLS (nvlsEfficiency 0): the tuner never picks it there.
+  const Scenario a100 = load_scenario_text(
+      dgx_h100(), "t.toml", {.overrides = {"server.preset=\"dgx-a100\"", "fidelity=\"flow\""}});
+  EXPECT_EQ(one_size(a100, 1ull << 30).algo, Algo::kRing);
+}
+
+TEST(Nvls, EachGpuSendsAndReceivesOnePlusOneOverNBytesPerByteOverItsNvLink) {
+  // The mechanism, not just the time: with S bytes of data per GPU, each GPU's NVLink bundle
+  // carries S (1 + 1/n) out and in (the payload; flow level counts it without NVLink framing),
+  // where a ring's would carry 2 (n - 1) / n x S.
+  const std::uint64_t bytes = 256ull << 20;
+  for (const char* algo : {"NVLS", "Ring"}) {
+    const Scenario s =
+        load_scenario_text(dgx_h100(fmt::format("[nccl]\nNCCL_ALGO = \"{}\"\n", algo)), "t.toml",
+                           {.overrides = {"fidelity=\"flow\""}});
+    const BuiltCluster c(s);
+    const auto run = fixtures::run_collective(s, c, CollOp::kAllReduce, bytes);
+    ASSERT_TRUE(run.result.done);
+    const double per_byte = std::string(algo) == "NVLS" ? 1 + 1.0 / 8 : 2.0 * 7 / 8;
+    int bundles = 0;
+    run.fabric->for_each_link([&](const Fabric::Link& l) {
+      if (l.layer != "NVLink") return;
+      ++bundles;
+      EXPECT_NEAR(static_cast<double>(l.bytes), per_byte * bytes, 0.01 * bytes)
+          << algo << " " << l.name;
+    });
+    EXPECT_EQ(bundles, 16) << algo;  // 8 GPUs, out and in
+  }
+}
+
+TEST(Nvls, PublishedSingleServerFiguresAreReproducedWithinTenPerCent) {
+  // validation/reference/nvls-single-server.toml: figures with their sources; the default
+  // presets (with the overrides each point states) must come within 10 %.
+  const auto path =
+      std::filesystem::path(FABRICSIM_SOURCE_DIR) / "validation/reference/nvls-single-server.toml";
+  const toml::table ref = toml::parse_file(path.string());
+  const toml::array* points = ref["point"].as_array();
+  ASSERT_NE(points, nullptr);
+  ASSERT_GE(points->size(), 3u);
+  for (const toml::node& node : *points) {
+    const toml::table& p = *node.as_table();
+    LoadOptions options;
+    options.overrides = {"fidelity=\"flow\"",
+                         fmt::format("server.preset=\"{}\"", p["preset"].value_or(""))};
+    for (const toml::node& o : *p["overrides"].as_array())
+      options.overrides.push_back(o.value_or(std::string()));
+    const Scenario s = load_scenario_text(dgx_h100(), "t.toml", options);
+    const auto size =
+        static_cast<std::uint64_t>(parse_bytes(p["size"].value_or(std::string())).count());
+    const NcclTestsRow row = one_size(s, size);
+    const double published = p["busbw_gbs"].value_or(0.0);
+    EXPECT_EQ(row.algo, Algo::kNvls) << p["hardware"].value_or("");
+    EXPECT_NEAR(row.busbw[0], published, 0.1 * published)
+        << p["hardware"].value_or("") << " (" << p["source"].value_or("") << ")";
+  }
+}
