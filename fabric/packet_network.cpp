@@ -99,6 +99,24 @@ PortIndex PacketNetwork::egress(std::uint32_t switch_index, const Packet& p) {
   const std::uint64_t flow = params_.path_selection == PathSelection::kSpray
                                  ? spray_counter_++
                                  : (p.message << 1) | (p.kind == PacketKind::kData ? 0 : 1);
+  if (params_.path_selection == PathSelection::kAdaptive) {
+    // Adaptive routing (InfiniBand AR, Spectrum-X): the equal-cost port whose queue of the
+    // packet's priority holds the fewest bytes now; among equal queues the first from a
+    // per-flow starting point, so idle ports share flows as ECMP would.
+    const auto hops = routing_.next_hops(switch_index, p.dst);
+    const Switch& sw = *switches_[switch_index];
+    const std::size_t start = (flow * 0x9E3779B97F4A7C15ull >> 32) % hops.size();
+    PortIndex best = hops[start];
+    Bytes least = sw.port(best).queued(p.priority);
+    for (std::size_t k = 1; k < hops.size() && least > Bytes(0); ++k) {
+      const PortIndex candidate = hops[(start + k) % hops.size()];
+      if (const Bytes q = sw.port(candidate).queued(p.priority); q < least) {
+        best = candidate;
+        least = q;
+      }
+    }
+    return best;
+  }
   return routing_.select(switch_index, p.dst, flow, params_.path_selection);
 }
 

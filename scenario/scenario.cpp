@@ -226,6 +226,7 @@ TrafficPattern to_pattern(const std::string& s) {
 PathSelection to_selection(const std::string& s) {
   if (s == "spray") return PathSelection::kSpray;
   if (s == "dmodk") return PathSelection::kDestModK;
+  if (s == "adaptive") return PathSelection::kAdaptive;
   return PathSelection::kHash;
 }
 
@@ -375,10 +376,13 @@ void read_fabric(Keys& fab, Scenario& s, bool has_servers) {
   s.network.path_selection = to_selection(fab.choice("routing"));
   // Spraying spreads a flow's packets over every equal-cost port; the flow level has one path
   // per flow and would put every sprayed flow on the same one (silently colliding them all).
-  if (s.network.path_selection == PathSelection::kSpray && s.fidelity == Fidelity::kFlow)
-    fab.error("routing",
-              "\"spray\" is per packet: it needs fidelity = \"packet\" (the flow "
-              "level routes each flow on one path; use \"ecmp\" or \"dmodk\")");
+  if ((s.network.path_selection == PathSelection::kSpray ||
+       s.network.path_selection == PathSelection::kAdaptive) &&
+      s.fidelity == Fidelity::kFlow)
+    fab.error("routing", fmt::format("\"{}\" is per packet: it needs fidelity = \"packet\" (the "
+                                     "flow level routes each flow on one path; use \"ecmp\" or "
+                                     "\"dmodk\")",
+                                     fab.choice("routing")));
   s.network.switch_latency = f.switch_latency;
 }
 
@@ -554,6 +558,9 @@ void read_nccl(Keys& r, Scenario& s) {
             fmt::format("must not exceed NCCL_MAX_NCHANNELS ({})", c.max_channels));
   c.cross_nic = static_cast<int>(r.integer("NCCL_CROSS_NIC"));
   c.channels_per_net_peer = static_cast<int>(r.integer("NCCL_NCHANNELS_PER_NET_PEER"));
+  c.p2p_net_chunksize = r.byte_count("NCCL_P2P_NET_CHUNKSIZE");
+  c.p2p_pci_chunksize = r.byte_count("NCCL_P2P_PCI_CHUNKSIZE");
+  c.p2p_nvl_chunksize = r.byte_count("NCCL_P2P_NVL_CHUNKSIZE");
   c.nvls_enable = static_cast<int>(r.integer("NCCL_NVLS_ENABLE"));
   c.nvls_chunksize = r.byte_count("NCCL_NVLS_CHUNKSIZE");
   c.nvls_channels = static_cast<int>(r.integer("NCCL_NVLS_NCHANNELS"));
@@ -567,6 +574,20 @@ void read_nccl(Keys& r, Scenario& s) {
   if (r.has("gpudirect")) s.network.host.gpudirect = r.boolean("gpudirect", std::nullopt);
   if (r.has("NCCL_IB_TIMEOUT"))
     s.network.nic.ib_timeout = static_cast<int>(r.integer("NCCL_IB_TIMEOUT", std::nullopt));
+  if (r.has("NCCL_IB_ADAPTIVE_ROUTING"))
+    s.network.nic.out_of_order_placement = r.integer("NCCL_IB_ADAPTIVE_ROUTING", std::nullopt) != 0;
+  const bool infiniband = s.cluster.fabric.technology == Technology::kInfiniband;
+  if (r.has("NCCL_IB_TC")) {
+    if (infiniband) r.error("NCCL_IB_TC", "is a RoCE traffic class; on InfiniBand use NCCL_IB_SL");
+    s.network.nic.priority =
+        static_cast<std::uint8_t>(r.integer("NCCL_IB_TC", std::nullopt) / 4 / 8);
+  }
+  if (r.has("NCCL_IB_SL")) {
+    const auto sl = r.integer("NCCL_IB_SL", std::nullopt);
+    if (!infiniband) r.error("NCCL_IB_SL", "is an InfiniBand service level; RoCE uses NCCL_IB_TC");
+    if (sl > 7) r.error("NCCL_IB_SL", "maps to a virtual lane the model has (0 to 7)");
+    s.network.nic.priority = static_cast<std::uint8_t>(sl);
+  }
   if (r.has("NCCL_IB_RETRY_CNT"))
     s.network.nic.ib_retry_cnt = static_cast<int>(r.integer("NCCL_IB_RETRY_CNT", std::nullopt));
   const auto topo_file = r.file("NCCL_TOPO_FILE");

@@ -395,11 +395,15 @@ void add_fabric(std::vector<KeySpec>& k) {
       {.path = "fabric.routing",
        .type = T::kChoice,
        .fallback = text("ecmp"),
-       .choices = {"ecmp", "spray", "dmodk"},
+       .choices = {"ecmp", "spray", "dmodk", "adaptive"},
        .doc = "path choice among equal-cost next hops: per-flow hash (seeded), per-packet "
-              "spraying (packet level only), or destination-mod-k as InfiniBand subnet managers "
+              "spraying (packet level only), destination-mod-k as InfiniBand subnet managers "
               "route Fat-Trees (destinations numbered leaf by leaf; over parallel links a "
-              "destination comes down the link index it went up on: `topo/routing.hpp`)"});
+              "destination comes down the link index it went up on: `topo/routing.hpp`), or "
+              "adaptive routing (packet level only): per packet the equal-cost port whose queue "
+              "of the packet's priority is shortest, as InfiniBand AR and Spectrum-X switches "
+              "do. Adaptive and spraying reorder a flow's packets: the NICs need "
+              "`nic.out_of_order_placement` (NCCL_IB_ADAPTIVE_ROUTING) or they go back N"});
 }
 
 void add_nic(std::vector<KeySpec>& k) {
@@ -1061,6 +1065,17 @@ void add_nccl(std::vector<KeySpec>& k) {
               "channel count rounded up; across servers halved while it × ⌈ranks / 8⌉ exceeds "
               "that. Sets `sendrecv_perf` and `alltoall_perf` bandwidth: one block moves at most "
               "`gpu_channel_rate`"});
+  for (const auto& [name, bytes, over] :
+       {std::tuple{"NCCL_P2P_NET_CHUNKSIZE", c.p2p_net_chunksize, "the network"},
+        std::tuple{"NCCL_P2P_PCI_CHUNKSIZE", c.p2p_pci_chunksize, "PCIe inside a server"},
+        std::tuple{"NCCL_P2P_NVL_CHUNKSIZE", c.p2p_nvl_chunksize, "NVLink"}})
+    k.push_back({.path = fmt::format("nccl.{}", name),
+                 .type = T::kByteCount,
+                 .fallback = bytes,
+                 .positive = true,
+                 .doc = fmt::format("send/receive and AllToAll chunk over {} (NCCL init.cc): "
+                                    "each chunk one primitive at both ends",
+                                    over)});
   k.push_back({.path = "nccl.NCCL_NVLS_ENABLE",
                .type = T::kInteger,
                .fallback = integer(c.nvls_enable),
@@ -1136,6 +1151,38 @@ void add_nccl(std::vector<KeySpec>& k) {
                .min = 0,
                .max = 7,
                .doc = "overrides `nic.ib_retry_cnt`"});
+  k.push_back({.path = "nccl.NCCL_IB_ADAPTIVE_ROUTING",
+               .type = T::kInteger,
+               .presence = P::kOptional,
+               .note = "`nic.out_of_order_placement`",
+               .min = 0,
+               .max = 1,
+               .doc = "1: NCCL posts a message as an RDMA write followed by a write with "
+                      "immediate (net_ib p2p.cc), so its packets may land in any order: sets "
+                      "`nic.out_of_order_placement`, which `fabric.routing = \"adaptive\"` or "
+                      "`\"spray\"` need to avoid go-back-N; 0 clears it. NCCL's own default is 1 "
+                      "on InfiniBand and 0 on Ethernet (net_ib init.cc); unset, the NIC key "
+                      "decides"});
+  k.push_back({.path = "nccl.NCCL_IB_TC",
+               .type = T::kInteger,
+               .presence = P::kOptional,
+               .note = "`nic.priority`",
+               .min = 0,
+               .max = 255,
+               .doc = "RoCE traffic class of NCCL's QPs: DSCP = TC / 4, and the NIC and switches "
+                      "in DSCP trust mode map it to priority DSCP / 8 (the default dscp2prio "
+                      "table), so 106 (DSCP 26) is priority 3 and NCCL's default 0 is priority 0. "
+                      "Sets `nic.priority`: outside `switch.lossless_priorities` the traffic is "
+                      "lossy (drops and go-back-N). Ethernet only"});
+  k.push_back({.path = "nccl.NCCL_IB_SL",
+               .type = T::kInteger,
+               .presence = P::kOptional,
+               .note = "`nic.priority`",
+               .min = 0,
+               .max = 15,
+               .doc = "InfiniBand service level of NCCL's QPs, mapped to the virtual lane of the "
+                      "same number (an identity SL2VL table, 8 lanes): sets `nic.priority`. "
+                      "InfiniBand only"});
   k.push_back({.path = "nccl.NCCL_TOPO_FILE",
                .type = T::kFile,
                .presence = P::kOptional,

@@ -35,7 +35,10 @@
 
 namespace fabricsim {
 
-enum class PathSelection { kHash, kSpray, kDestModK };
+// kAdaptive: the switch picks, per packet, the equal-cost port with the least queued (the
+// packet network decides from its queues; without them, as for routes computed ahead of time,
+// it is kHash).
+enum class PathSelection { kHash, kSpray, kDestModK, kAdaptive };
 
 class Routing {
  public:

@@ -10,8 +10,6 @@
 namespace fabricsim {
 
 namespace {
-constexpr std::uint64_t kP2pChunkNvlink = 512 << 10;  // NCCL P2P chunk sizes (init.cc)
-constexpr std::uint64_t kP2pChunkOther = 128 << 10;
 
 std::uint64_t pack(std::uint32_t hi, std::uint32_t lo) {
   return (static_cast<std::uint64_t>(hi) << 32) | lo;
@@ -223,7 +221,7 @@ class CollectiveEngine::Builder {
         if (bytes == 0 && ch > 0) continue;
         const std::uint32_t s = stream(a), r = stream(b);
         const std::uint32_t k = conn(-1 - ch, a, b, 0, s, r);
-        const std::uint64_t chunk = run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther;
+        const std::uint64_t chunk = p2p_chunk(run_.conns[k]);
         std::uint64_t offset = 0;
         do {
           const std::uint64_t part = std::min(chunk, bytes - offset);
@@ -233,6 +231,14 @@ class CollectiveEngine::Builder {
         } while (offset < bytes);
       }
     commit();
+  }
+
+  // NCCL's point-to-point chunk on a connection (init.cc NCCL_P2P_NVL/PCI/NET_CHUNKSIZE).
+  std::uint64_t p2p_chunk(const Conn& k) const {
+    const Bytes chunk = !k.local                       ? e_.cfg_.p2p_net_chunksize
+                        : k.link == LinkClass::kNvLink ? e_.cfg_.p2p_nvl_chunksize
+                                                       : e_.cfg_.p2p_pci_chunksize;
+    return static_cast<std::uint64_t>(std::max<Bytes::rep>(1, chunk.count()));
   }
 
   // --- streamed execution (see the header) ---
@@ -474,8 +480,8 @@ class CollectiveEngine::Builder {
       for (; i < all.size() && all[i].first == sender; ++i)
         for (int ch = 0; ch < channels_; ++ch) {
           const std::uint32_t k = conn(-1 - ch, sender, all[i].second, 0, sender, all[i].second);
-          const std::uint64_t chunk = std::max<std::uint64_t>(
-              1, std::min(bytes, run_.conns[k].local ? kP2pChunkNvlink : kP2pChunkOther));
+          const std::uint64_t chunk =
+              std::max<std::uint64_t>(1, std::min(bytes, p2p_chunk(run_.conns[k])));
           const double op = op_seconds(run_.conns[k], chunk, false);
           cap = std::min(cap, static_cast<double>(chunk) / op);
           tail = std::max(tail, hop_seconds(run_.conns[k], chunk, false) + op);
@@ -654,7 +660,11 @@ std::uint64_t CollectiveEngine::primitives(const Run& run, const CollectiveReque
                                 : req.send_count > 0        ? req.send_count
                                                             : n;
     const std::uint64_t per_pair = req.op == CollOp::kAllToAll ? req.bytes / n : req.bytes;
-    return pairs * 2 * std::max<std::uint64_t>(1, ceil_div(per_pair, kP2pChunkOther));
+    // (The network chunk: the smallest, so the count is an upper bound.)
+    return pairs * 2 *
+           std::max<std::uint64_t>(
+               1, ceil_div(per_pair, static_cast<std::uint64_t>(
+                                         std::max<Bytes::rep>(1, cfg_.p2p_net_chunksize.count()))));
   }
   // Every channel runs the same plan on its share (rank order aside): count channel 0's.
   const std::uint64_t per_channel = std::max<std::uint64_t>(1, req.bytes / nc);

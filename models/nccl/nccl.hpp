@@ -146,6 +146,11 @@ struct NcclConfig {
   // NVLink SHARP (transport/nvls.cc): NCCL_NVLS_ENABLE (0 off, 1 on, 2 NCCL's default: on where
   // supported), NCCL_NVLS_CHUNKSIZE (128 KiB) and NCCL_NVLS_NCHANNELS (0: NCCL's per
   // architecture count, NVLS_NCHANNELS_SM90 16, SM100 24 in one NVLink domain).
+  // Point-to-point chunk sizes (init.cc:818-820 NCCL_P2P_NET_CHUNKSIZE, NCCL_P2P_PCI_CHUNKSIZE
+  // 128 KiB, NCCL_P2P_NVL_CHUNKSIZE 512 KiB): a send/receive moves in chunks of these.
+  Bytes p2p_net_chunksize{128 << 10};
+  Bytes p2p_pci_chunksize{128 << 10};
+  Bytes p2p_nvl_chunksize{512 << 10};
   int nvls_enable = 2;
   Bytes nvls_chunksize{128 << 10};
   int nvls_channels = 0;

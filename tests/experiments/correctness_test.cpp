@@ -114,7 +114,7 @@ TEST(Correctness, GpuDirectOnDgxH100KeepsGpuNicTrafficUnderItsPcieSwitch) {
     const Scenario s = load_scenario_text(
         two_h100(), "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
     const BuiltCluster c(s);
-    const auto run = fixtures::run_collective(s, c, CollOp::kAllReduce, 16 << 20);
+    const auto run = fixtures::run_collective(s, c, {.op = CollOp::kAllReduce, .bytes = 16 << 20});
     ASSERT_TRUE(run.result.done);
     const auto loads = bottleneck_summary(*run.fabric, run.sim->now(), {}, 1000);
     ASSERT_FALSE(loads.empty());
@@ -406,4 +406,22 @@ link_rate = "200Gbps"
   EXPECT_EQ(build_communicator(ch.topology, ch.routing, oh).p2p_channels, 4);
   oh.channels_per_net_peer = 2;
   EXPECT_EQ(build_communicator(ch.topology, ch.routing, oh).p2p_channels, 2);
+}
+
+TEST(Correctness, PointToPointMovesInNcclsChunkSizePerLinkClass) {
+  // A SendRecv between the two DGX H100 of every GPU to its peer on the other server (the
+  // ring of sends r -> r + 8): each pair's 64 MiB over its 4 p2p channels of 16 MiB each is
+  // 16 MiB / NCCL_P2P_NET_CHUNKSIZE network messages per channel: 128 at 128 KiB, 32 at 512 KiB.
+  for (const std::uint64_t chunk : {128u << 10, 512u << 10}) {
+    const Scenario s = load_scenario_text(
+        two_h100(fmt::format("[nccl]\nNCCL_P2P_NET_CHUNKSIZE = {}\n", chunk)), "t.toml");
+    EXPECT_EQ(static_cast<std::uint64_t>(s.nccl.p2p_net_chunksize.count()), chunk);
+    const BuiltCluster c(s);
+    const auto run = fixtures::run_collective(
+        s, c, {.op = CollOp::kSendRecv, .bytes = 64 << 20, .peer_offset = 8});
+    ASSERT_TRUE(run.result.done);
+    std::uint64_t network = 0;
+    for (const Message& m : run.fabric->messages()) network += m.src != m.dst;
+    EXPECT_EQ(network, 16u * 4 * ((16u << 20) / chunk)) << chunk;
+  }
 }

@@ -18,8 +18,11 @@ namespace {
 
 // 2 x DGX A100, their 16 NICs at 100G RoCE, one leaf per server, 8 spines: each leaf has 8
 // uplinks, one per spine, and ECMP hashes every flow onto one of them.
-std::string two_leaves(const std::string& kind = "leaf-spine") {
-  const std::string shape = kind == "star" ? "" : "hosts_per_leaf = 8\nspines = 8\n";
+std::string two_leaves(const std::string& kind = "leaf-spine",
+                       const std::string& routing = "ecmp") {
+  const std::string shape =
+      kind == "star" ? ""
+                     : fmt::format("hosts_per_leaf = 8\nspines = 8\nrouting = \"{}\"\n", routing);
   return fmt::format(R"(
 [server]
 preset = "dgx-a100"
@@ -50,7 +53,7 @@ AllReduceRun all_reduce(const std::string& text, const std::string& fidelity, in
                      fmt::format("nccl.NCCL_IB_QPS_PER_CONNECTION={}", qps),
                      fmt::format("nccl.NCCL_IB_SPLIT_DATA_ON_QPS={}", split ? 1 : 0)}});
   const BuiltCluster c(s);
-  const auto run = fixtures::run_collective(s, c, CollOp::kAllReduce, bytes);
+  const auto run = fixtures::run_collective(s, c, {.op = CollOp::kAllReduce, .bytes = bytes});
   EXPECT_TRUE(run.result.done);
   AllReduceRun out;
   out.seconds = run.result.mean_us() * 1e-6;
@@ -117,4 +120,41 @@ TEST(QueuePairs, SplitDataCutsEverySendOverAllQpsIn128ByteAlignedParts) {
   EXPECT_LE(unaligned, split.network_messages.size() / 4);
   // Round robin keeps each send whole.
   for (const Message& w : whole.network_messages) EXPECT_GT(w.size.count(), 3 * 128);
+}
+
+TEST(QueuePairs, AdaptiveRoutingSpreadsOneQpPerConnectionOverTheUplinks) {
+  // fabric.routing = "adaptive": each leaf sends every packet to the uplink with the shortest
+  // queue, so no uplink carries more than its share while another idles: with one QP per
+  // connection the ring runs as on one switch (within a few per cent: one more hop each way)
+  // and the uplinks' bytes are even. The flow level has one path per flow and refuses it.
+  const std::uint64_t bytes = 64 << 20;
+  const double star = all_reduce(two_leaves("star"), "packet", 1, false, bytes).seconds;
+  const std::string adaptive =
+      two_leaves("leaf-spine", "adaptive") + "[nccl]\nNCCL_IB_ADAPTIVE_ROUTING = 1\n";
+  const AllReduceRun r = all_reduce(adaptive, "packet", 1, false, bytes);
+  EXPECT_GT(star / r.seconds, 0.95);
+  ASSERT_EQ(r.uplink_bytes.size(), 16u);
+  const double max = *std::max_element(r.uplink_bytes.begin(), r.uplink_bytes.end());
+  const double mean = std::accumulate(r.uplink_bytes.begin(), r.uplink_bytes.end(), 0.0) / 16.0;
+  EXPECT_LT(max / mean, 1.05);
+  EXPECT_THROW(all_reduce(adaptive, "flow", 1, false, bytes), ConfigError);
+  // NCCL_IB_ADAPTIVE_ROUTING sets out-of-order placement at the NICs.
+  EXPECT_TRUE(load_scenario_text(adaptive, "t.toml").network.nic.out_of_order_placement);
+}
+
+TEST(QueuePairs, TrafficClassAndServiceLevelPickThePriority) {
+  // NCCL_IB_TC: DSCP = TC / 4, priority = DSCP / 8 (106: DSCP 26, priority 3; 0: priority 0);
+  // NCCL_IB_SL on InfiniBand: the lane of that number. Each only on its technology.
+  const auto priority = [](const std::string& text) {
+    return load_scenario_text(text, "t.toml").network.nic.priority;
+  };
+  EXPECT_EQ(priority(two_leaves() + "[nccl]\nNCCL_IB_TC = 106\n"), 3);
+  EXPECT_EQ(priority(two_leaves() + "[nccl]\nNCCL_IB_TC = 0\n"), 0);
+  EXPECT_EQ(priority(two_leaves() + "[nccl]\nNCCL_IB_TC = 160\n"), 5);
+  EXPECT_THROW(priority(two_leaves() + "[nccl]\nNCCL_IB_SL = 2\n"), ConfigError);
+  std::string ib = two_leaves();
+  ib.replace(ib.find("ethernet"), 8, "infiniband");
+  ib.replace(ib.find("[switch]\nbuffer = \"16MiB\"\npfc = true\n"), 36, "");
+  EXPECT_EQ(priority(ib + "[nccl]\nNCCL_IB_SL = 2\n"), 2);
+  EXPECT_THROW(priority(ib + "[nccl]\nNCCL_IB_TC = 106\n"), ConfigError);
 }

@@ -18,9 +18,9 @@ struct CollectiveRun {
   CollectiveResult result;
 };
 
-// The whole cluster's communicator (NCCL's rings and trees for it), `op` of `bytes`.
-inline CollectiveRun run_collective(const Scenario& s, const BuiltCluster& c, CollOp op,
-                                    std::uint64_t bytes) {
+// The whole cluster's communicator (NCCL's rings and trees for it), running `request`.
+inline CollectiveRun run_collective(const Scenario& s, const BuiltCluster& c,
+                                    const CollectiveRequest& request) {
   CollectiveRun r;
   r.sim = std::make_unique<Simulation>(s.seed);
   r.fabric = make_fabric(*r.sim, s, c);
@@ -28,7 +28,7 @@ inline CollectiveRun run_collective(const Scenario& s, const BuiltCluster& c, Co
   CommunicatorOptions o;
   o.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
   const auto comm = r.engine->add_communicator(build_communicator(c.topology, c.routing, o));
-  const auto id = r.engine->launch(comm, {.op = op, .bytes = bytes}, r.sim->now());
+  const auto id = r.engine->launch(comm, request, r.sim->now());
   r.sim->run();
   r.result = r.engine->result(id);
   return r;

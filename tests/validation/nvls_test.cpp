@@ -83,7 +83,7 @@ TEST(Nvls, EachGpuSendsAndReceivesOnePlusOneOverNBytesPerByteOverItsNvLink) {
         load_scenario_text(dgx_h100(fmt::format("[nccl]\nNCCL_ALGO = \"{}\"\n", algo)), "t.toml",
                            {.overrides = {"fidelity=\"flow\""}});
     const BuiltCluster c(s);
-    const auto run = fixtures::run_collective(s, c, CollOp::kAllReduce, bytes);
+    const auto run = fixtures::run_collective(s, c, {.op = CollOp::kAllReduce, .bytes = bytes});
     ASSERT_TRUE(run.result.done);
     const double per_byte = std::string(algo) == "NVLS" ? 1 + 1.0 / 8 : 2.0 * 7 / 8;
     int bundles = 0;
