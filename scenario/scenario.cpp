@@ -566,7 +566,9 @@ void read_nccl(Keys& r, Scenario& s) {
   c.nvls_channels = static_cast<int>(r.integer("NCCL_NVLS_NCHANNELS"));
   c.ib_qps_per_connection = static_cast<int>(r.integer("NCCL_IB_QPS_PER_CONNECTION"));
   c.ib_split_data_on_qps = r.integer("NCCL_IB_SPLIT_DATA_ON_QPS") != 0;
-  s.network.host.pxn = r.integer("NCCL_PXN_DISABLE") == 0;
+  c.pxn_disable = r.integer("NCCL_PXN_DISABLE") != 0;
+  s.network.host.pxn = !c.pxn_disable;
+  c.p2p_pxn_level = static_cast<int>(r.integer("NCCL_P2P_PXN_LEVEL"));
   if (const auto level = r.optional_choice("NCCL_NET_GDR_LEVEL")) {
     s.network.host.gpudirect = *level != "LOC";
     s.network.host.gdr_level = gdr_distance(*level);

@@ -1117,6 +1117,17 @@ void add_nccl(std::vector<KeySpec>& k) {
                .doc = "1: each send is cut across all the connection's QPs in parts of "
                       "⌈⌈size / q⌉ / 128⌉ × 128 bytes (NCCL `net_ib` p2p.cc); 0 (default): "
                       "whole sends, round robin"});
+  k.push_back({.path = "nccl.NCCL_P2P_PXN_LEVEL",
+               .type = T::kInteger,
+               .fallback = integer(c.p2p_pxn_level),
+               .min = 0,
+               .max = 2,
+               .doc =
+                   "PXN for point-to-point sends across servers (send/receive, AllToAll; NCCL "
+                   "`search.cc` ncclTopoGetNetDev): 1 or 2 (default) a send leaves through the "
+                   "NIC of the sender's server's GPU on the receiver's rail (same GPU index), "
+                   "reached over NVLink, so on a rail-optimized fabric it stays in the rail's "
+                   "leaf; 0 through the sender's own NIC. The receiver always uses its own NIC"});
   k.push_back(
       {.path = "nccl.NCCL_PXN_DISABLE",
        .type = T::kInteger,
@@ -1128,7 +1139,7 @@ void add_nccl(std::vector<KeySpec>& k) {
               "it, moves the data over NVLink to that GPU and the NIC reads it there (PXN, NCCL "
               "`paths.cc`), at both fidelity levels; 1: the data takes the PCIe path (staged "
               "through host memory unless `NCCL_NET_GDR_LEVEL` allows GPUDirect across the "
-              "CPU)"});
+              "CPU). It also turns off PXN for point-to-point sends (`NCCL_P2P_PXN_LEVEL`)"});
   optional_choice("NCCL_NET_GDR_LEVEL", {"LOC", "PIX", "PXB", "PHB", "SYS"}, "`nic.gdr_level`",
                   "GPUDirect RDMA up to this PCIe distance (`LOC`: never); overrides "
                   "`nic.gpudirect` and `nic.gdr_level`");

@@ -102,8 +102,9 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
                                       gpus_per_server.at(key.first)];
         for (const auto& [e, hops] : d)
           if (hops < d[nearest]) nearest = e;
-        layout.ranks.push_back(
-            {static_cast<std::uint32_t>(key.first), static_cast<std::uint32_t>(ordinal), nearest});
+        layout.ranks.push_back({static_cast<std::uint32_t>(key.first),
+                                static_cast<std::uint32_t>(ordinal), nearest,
+                                static_cast<std::uint32_t>(key.second)});
         rank_vertex.push_back(v);
         nic_distance.push_back(std::move(d));
       }

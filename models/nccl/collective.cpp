@@ -111,6 +111,7 @@ class CollectiveEngine::Builder {
       const bool p2p = c < 0;
       const CommChannel* ch = p2p ? nullptr : &channel(c);
       k.address.src = k.local || p2p ? ra.nic : ch->nic[a];
+      if (p2p && !k.local) k.address.src = p2p_send_nic(ra, rb);
       k.address.dst = k.local || p2p ? rb.nic : ch->nic[b];
       k.address.src_gpu = ra.gpu;
       k.address.dst_gpu = rb.gpu;
@@ -231,6 +232,22 @@ class CollectiveEngine::Builder {
         } while (offset < bytes);
       }
     commit();
+  }
+
+  // The NIC a point-to-point send to another server leaves through (NCCL's
+  // ncclTopoGetNetDev, search.cc, with the receiver on its own NIC, net.cc recvSetup): with
+  // PXN (NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL 1 or 2) the NIC of the sender's server's GPU
+  // on the receiver's rail (the same GPU index), when that GPU is in the communicator and
+  // shares NVLink with the sender: the data crosses NVLink to it and leaves on the receiver's
+  // rail (the fabric routes the host side, HostFabricParams::nic_gpu). Otherwise its own NIC.
+  std::uint32_t p2p_send_nic(const CommRank& from, const CommRank& to) const {
+    const NcclConfig& cfg = e_.cfg_;
+    if (cfg.pxn_disable || cfg.p2p_pxn_level == 0 || layout_.intra_link != LinkClass::kNvLink ||
+        from.local == to.local || from.gpu == Message::kPairedGpu)
+      return from.nic;
+    for (const CommRank& r : layout_.ranks)
+      if (r.server == from.server && r.local == to.local) return r.nic;
+    return from.nic;
   }
 
   // NCCL's point-to-point chunk on a connection (init.cc NCCL_P2P_NVL/PCI/NET_CHUNKSIZE).

@@ -72,6 +72,7 @@ struct CommRank {
   std::uint32_t server = 0;
   std::uint32_t gpu = Message::kPairedGpu;  // cluster GPU ordinal (kPairedGpu: the NIC's GPU)
   std::uint32_t nic = 0;                    // endpoint of the rank's own NIC (P2P traffic)
+  std::uint32_t local = 0;                  // its GPU's index inside its server (its rail)
 };
 struct CommChannel {
   std::vector<std::uint32_t> ring;    // ranks in ring order: ring[i] sends to ring[i + 1]

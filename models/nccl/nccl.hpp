@@ -138,6 +138,10 @@ struct NcclConfig {
   std::string topo_file;          // NCCL_TOPO_FILE ("" when unset)
   int cross_nic = 2;              // NCCL_CROSS_NIC (search.cc NCCL_PARAM default 2)
   int channels_per_net_peer = 0;  // NCCL_NCHANNELS_PER_NET_PEER (0: unset, NCCL's rule)
+  // PXN for point-to-point sends (search.cc ncclTopoGetNetDev): NCCL_PXN_DISABLE (default 0)
+  // and NCCL_P2P_PXN_LEVEL (search.cc:1398, default 2; 0: never).
+  bool pxn_disable = false;
+  int p2p_pxn_level = 2;
   // Queue pairs per network connection and whether each send is split across them
   // (NCCL_IB_QPS_PER_CONNECTION, net_ib connect.cc:60, default 1; NCCL_IB_SPLIT_DATA_ON_QPS,
   // net_ib common.cc:22, default 0). Each QP is its own flow for ECMP.

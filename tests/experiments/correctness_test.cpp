@@ -425,3 +425,49 @@ TEST(Correctness, PointToPointMovesInNcclsChunkSizePerLinkClass) {
     EXPECT_EQ(network, 16u * 4 * ((16u << 20) / chunk)) << chunk;
   }
 }
+
+TEST(Correctness, PxnKeepsAllToAllOnItsRailOfARailOptimizedFabric) {
+  // 4 x DGX H100, rail-optimized (leaf i holds NIC i of every server), 2:1. An AllToAll sends
+  // 7/8 of what crosses servers to GPUs of another index. With PXN (NCCL's default) such a
+  // send leaves through the NIC of the sender's GPU of the receiver's index, reached over
+  // NVLink, and the receiver takes it on its own NIC: every network byte stays inside one rail
+  // leaf and no leaf uplink carries any. Without PXN it leaves through the sender's own NIC,
+  // and the 7/8 cross-rail share goes up to the spines.
+  const std::string four = R"(
+fidelity = "flow"
+[server]
+preset = "dgx-h100"
+count = 4
+[fabric]
+kind = "leaf-spine"
+technology = "infiniband"
+link_rate = "400Gbps"
+switch_ports = 8
+hosts_per_leaf = 4
+rail_optimized = true
+oversubscription = 2
+)";
+  const auto layer_bytes = [](const Fabric& f, std::string_view layer) {
+    double sum = 0;
+    f.for_each_link([&](const Fabric::Link& l) {
+      if (l.layer == layer) sum += static_cast<double>(l.bytes);
+    });
+    return sum;
+  };
+  for (const int level : {2, 0}) {
+    const Scenario s = load_scenario_text(
+        four, "t.toml", {.overrides = {fmt::format("nccl.NCCL_P2P_PXN_LEVEL={}", level)}});
+    const BuiltCluster c(s);
+    const auto run = fixtures::run_collective(s, c, {.op = CollOp::kAllToAll, .bytes = 64 << 20});
+    ASSERT_TRUE(run.result.done);
+    const double up = layer_bytes(*run.fabric, "leaf uplink");
+    const double down = layer_bytes(*run.fabric, "leaf downlink");
+    if (level == 2) {
+      EXPECT_EQ(up, 0) << "PXN";
+    } else {
+      // Leaf downlinks carry every network byte once (into the receiver's NIC); 7/8 of them
+      // also went up a leaf uplink.
+      EXPECT_NEAR(up / down, 7.0 / 8, 0.01);
+    }
+  }
+}
