@@ -220,6 +220,23 @@ FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
   return r;
 }
 
+void FlowNetwork::stage_in_host_memory(Route& r, Vertex from, Vertex cpu, Vertex to,
+                                       const Units& unit) {
+  // PCIe to the socket, a pass through its memory (one resource per socket, shared by all that
+  // is staged there), PCIe from it.
+  const auto& g = topo_.graph();
+  add_pcie_path(r, from, cpu, unit);
+  auto [it, inserted] = memory_res_.try_emplace(cpu, 0);
+  if (inserted) {
+    it->second = new_resource(static_cast<double>(params_.host.host_memory_rate.bps()) / 8);
+    name_resource(it->second, "host memory", fmt::format("{}.memory", g[cpu].name),
+                  params_.host.host_memory_rate);
+  }
+  r.resources.push_back(it->second);
+  r.latency += params_.host.host_memory_latency;
+  add_pcie_path(r, cpu, to, unit);
+}
+
 MaxMinSolver::Res FlowNetwork::nvlink_resource(Vertex gpu, bool outgoing, Bandwidth::rep bps) {
   // One resource per GPU and direction for its NVLink bundle (all switch planes together).
   auto [it, inserted] = nvlink_res_.try_emplace({gpu, outgoing}, 0);
@@ -258,7 +275,17 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
   const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
   if (inside_server(m)) {
     // Inside a server: NVLink through the NVSwitches (striped: the GPU's links together) or
-    // a direct NVLink, else PCIe peer to peer.
+    // a direct NVLink, else PCIe peer to peer, each where NCCL_P2P_LEVEL allows it; else
+    // NCCL's SHM transport, staged through the receiving GPU's socket's memory.
+    const GpuPath path = params_.host.gpu_path(g, src_gpu, dst_gpu);
+    if (path == GpuPath::kHostMemory) {
+      stage_in_host_memory(r, src_gpu, nic_socket_cpu(g, dst_gpu), dst_gpu, unit);
+      return r;
+    }
+    if (path == GpuPath::kPcieP2p) {
+      add_pcie_path(r, src_gpu, dst_gpu, unit);
+      return r;
+    }
     const auto flits = [&](Bytes u) {
       return u + params_.host.nvlink_overhead *
                      ((u.count() + params_.host.nvlink_max_payload.count() - 1) /
@@ -329,17 +356,7 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
       add_pcie_path(r, from, to, unit);
       return;
     }
-    const Vertex cpu = nic_socket_cpu(g, nic);
-    add_pcie_path(r, from, cpu, unit);
-    auto [it, inserted] = memory_res_.try_emplace(cpu, 0);
-    if (inserted) {
-      it->second = new_resource(static_cast<double>(params_.host.host_memory_rate.bps()) / 8);
-      name_resource(it->second, "host memory", fmt::format("{}.memory", g[cpu].name),
-                    params_.host.host_memory_rate);
-    }
-    r.resources.push_back(it->second);
-    r.latency += params_.host.host_memory_latency;
-    add_pcie_path(r, cpu, to, unit);
+    stage_in_host_memory(r, from, nic_socket_cpu(g, nic), to, unit);
   };
   if (host) host_leg(src_gpu, src_nic, true);
   if (m.src != m.dst) {

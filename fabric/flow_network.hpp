@@ -119,6 +119,8 @@ class FlowNetwork final : public Fabric, public PipelinePort {
   // once) and for its resources when the pipeline starts. Bounded by the communicators'
   // connections (ordinary messages, often on connections of their own, are not cached).
   const Route& connection_route(const Message& m);
+  // Adds `from` -> `cpu` over PCIe, a pass through that socket's memory, `cpu` -> `to`.
+  void stage_in_host_memory(Route& r, Vertex from, Vertex cpu, Vertex to, const Units& unit);
   struct RouteKey {
     std::uint32_t src, dst, src_gpu, dst_gpu, connection;
     Bytes::rep unit, last;

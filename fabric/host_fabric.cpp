@@ -205,11 +205,26 @@ bool HostFabric::transfer_local(std::uint64_t id) {
   }
   const Vertex from = source_gpu(m), to = destination_gpu(m);
   if (from == to || g[from].server != g[to].server) return false;
+  const GpuPath gpu_path = params_.gpu_path(g, from, to);
+  if (gpu_path == GpuPath::kHostMemory) {
+    // NCCL's SHM transport: PCIe to the receiving GPU's socket, its memory, PCIe to the GPU.
+    const Vertex cpu = nic_socket_cpu(g, to);
+    EgressPort* memory = memory_port(cpu);
+    auto [it, inserted] = local_routes_.try_emplace({memory, to}, routes_.size());
+    if (inserted) {
+      Route r{path(from, cpu), 0, false, false};
+      r.hops.push_back(memory);
+      for (EgressPort* hop : path(cpu, to)) r.hops.push_back(hop);
+      routes_.push_back(std::move(r));
+    }
+    start_source(routes_[it->second].hops.front(), id, it->second);
+    return true;
+  }
   // NVLink: every link bundle out of the source GPU that reaches the destination (directly or
   // through an NVSwitch) is a source port; each pulls the next chunk when free, so the message
   // is striped over the bundles in proportion to their rates. Without NVLink: PCIe peer to peer.
   bool any = false;
-  for (auto [e, end] = boost::out_edges(from, g); e != end; ++e) {
+  for (auto [e, end] = boost::out_edges(from, g); e != end && gpu_path == GpuPath::kNvLink; ++e) {
     if (g[*e].kind != LinkKind::kNvLink) continue;
     const Vertex peer = boost::target(*e, g);
     if (peer != to && (g[peer].kind != NodeKind::kNvSwitch || !boost::edge(peer, to, g).second))

@@ -566,6 +566,14 @@ void read_nccl(Keys& r, Scenario& s) {
   c.nvls_channels = static_cast<int>(r.integer("NCCL_NVLS_NCHANNELS"));
   c.ib_qps_per_connection = static_cast<int>(r.integer("NCCL_IB_QPS_PER_CONNECTION"));
   c.ib_split_data_on_qps = r.integer("NCCL_IB_SPLIT_DATA_ON_QPS") != 0;
+  // NCCL_P2P_LEVEL (else NCCL_P2P_DISABLE) as NCCL's path types (graph/topo.h PATH_*).
+  if (r.has("NCCL_P2P_DISABLE") && r.integer("NCCL_P2P_DISABLE", std::nullopt) != 0)
+    s.network.host.p2p_level = 0;
+  if (const auto level = r.optional_choice("NCCL_P2P_LEVEL")) {
+    const std::map<std::string, int> types{{"LOC", 0}, {"NVL", 1}, {"PIX", 4},
+                                           {"PXB", 5}, {"PHB", 8}, {"SYS", 9}};
+    s.network.host.p2p_level = types.at(*level);
+  }
   c.pxn_disable = r.integer("NCCL_PXN_DISABLE") != 0;
   s.network.host.pxn = !c.pxn_disable;
   c.p2p_pxn_level = static_cast<int>(r.integer("NCCL_P2P_PXN_LEVEL"));

@@ -1143,6 +1143,22 @@ void add_nccl(std::vector<KeySpec>& k) {
   optional_choice("NCCL_NET_GDR_LEVEL", {"LOC", "PIX", "PXB", "PHB", "SYS"}, "`nic.gdr_level`",
                   "GPUDirect RDMA up to this PCIe distance (`LOC`: never); overrides "
                   "`nic.gpudirect` and `nic.gdr_level`");
+  optional_choice("NCCL_P2P_LEVEL", {"LOC", "NVL", "PIX", "PXB", "PHB", "SYS"},
+                  "`PXB` (NCCL's default)",
+                  "how far apart two GPUs of a server may be and still use peer to peer (NCCL "
+                  "`paths.cc` ncclTopoCheckP2p): NVLink counts as `NVL`, PCIe under switches as "
+                  "`PXB` (a single switch too), through one CPU as `PHB`, across sockets as "
+                  "`SYS`. Pairs further apart (and all with `LOC`) use NCCL's SHM transport, "
+                  "staged through host memory of the receiver's socket (so a DGX with `LOC` or "
+                  "`NCCL_P2P_DISABLE=1` leaves NVLink idle), at both fidelity levels");
+  k.push_back({.path = "nccl.NCCL_P2P_DISABLE",
+               .type = T::kInteger,
+               .presence = P::kOptional,
+               .note = "0",
+               .min = 0,
+               .max = 1,
+               .doc = "1: no peer to peer between GPUs at all, as `NCCL_P2P_LEVEL = \"LOC\"` "
+                      "(which takes precedence when both are set, as in NCCL's ncclGetLevel)"});
   k.push_back({.path = "nccl.gpudirect",
                .type = T::kBoolean,
                .presence = P::kOptional,

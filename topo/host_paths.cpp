@@ -30,6 +30,14 @@ bool nvlink_connected(const TopologyGraph& g, Vertex a, Vertex b) {
   return false;
 }
 
+GpuPath HostFabricParams::gpu_path(const TopologyGraph& g, Vertex a, Vertex b) const {
+  constexpr int kNvl = 1, kPxb = 5, kPhb = 8, kSys = 9;  // NCCL's PATH_* (graph/topo.h)
+  if (nvlink_connected(g, a, b)) return p2p_level >= kNvl ? GpuPath::kNvLink : GpuPath::kHostMemory;
+  const PcieDistance d = pcie_distance(g, a, b);
+  const int type = d == PcieDistance::kPxb ? kPxb : d == PcieDistance::kPhb ? kPhb : kSys;
+  return p2p_level >= type ? GpuPath::kPcieP2p : GpuPath::kHostMemory;
+}
+
 Vertex HostFabricParams::nic_gpu(const TopologyGraph& g, Vertex gpu, Vertex nic) const {
   if (!pxn || !gpudirect || pcie_distance(g, gpu, nic) == PcieDistance::kPxb) return gpu;
   Vertex best = gpu;

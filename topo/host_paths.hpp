@@ -18,8 +18,16 @@ Vertex nic_socket_cpu(const TopologyGraph& g, Vertex nic);
 // Whether two GPUs of a server share NVLink: a direct link or one NVSwitch they both reach.
 bool nvlink_connected(const TopologyGraph& g, Vertex a, Vertex b);
 
+// How two GPUs of a server move data (NCCL's transport choice): NVLink or PCIe peer to peer
+// (the P2P transport), or staged through host memory (the SHM transport).
+enum class GpuPath { kNvLink, kPcieP2p, kHostMemory };
+
 struct HostFabricParams {
   bool gpudirect = true;
+  // NCCL_P2P_LEVEL as NCCL's path types (graph/topo.h: LOC 0, NVL 1, PIX 4, PXB 5, PHB 8, SYS
+  // 9): two GPUs use P2P when their path is of this type or closer, else SHM. NCCL's default
+  // PXB (paths.cc ncclTopoCheckP2p: no P2P across a CPU host bridge); NCCL_P2P_DISABLE=1 is LOC.
+  int p2p_level = 5;
   // GPUDirect is used for a GPU-NIC pair only if their PCIe path is no longer than this:
   // kPxb under one PCIe switch, kPhb through their CPU, kSys across sockets (NCCL's rule).
   PcieDistance gdr_level = PcieDistance::kPxb;
@@ -43,6 +51,10 @@ struct HostFabricParams {
   // with PXN the nearest GPU of the server (fewest PCIe hops, then the lowest index) that is
   // under the NIC's PCIe switch, NVLink-connected to `gpu` and GPUDirect-capable with the NIC.
   Vertex nic_gpu(const TopologyGraph& g, Vertex gpu, Vertex nic) const;
+  // The path between two GPUs of a server: NVLink when they share it (type NVL), else PCIe
+  // peer to peer (PXB under switches only, PHB through one CPU, SYS across sockets; a single
+  // switch, PIX, counts as PXB), each only within p2p_level; otherwise host memory.
+  GpuPath gpu_path(const TopologyGraph& g, Vertex a, Vertex b) const;
 };
 
 }  // namespace fabricsim

@@ -471,3 +471,31 @@ oversubscription = 2
     }
   }
 }
+
+TEST(Correctness, P2pDisabledLeavesNvLinkIdleAndStagesThroughHostMemory) {
+  // NCCL_P2P_DISABLE=1 on one DGX H100, ring AllReduce: no pair may use peer to peer, so every
+  // ring edge goes through NCCL's SHM transport, over PCIe into the receiving GPU's socket's
+  // memory and out again: NVLink carries nothing, host memory carries every byte (each GPU
+  // receives 2 (n - 1) / n x S).
+  const std::string one = fixtures::one_dgx_h100(
+      "[nccl]\nNCCL_ALGO = \"Ring\"\nNCCL_PROTO = \"Simple\"\nNCCL_P2P_DISABLE = 1\n");
+  const std::uint64_t bytes = 32 << 20;
+  for (const char* fidelity : {"packet", "flow"}) {
+    const Scenario s = load_scenario_text(
+        one, "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
+    EXPECT_EQ(s.network.host.p2p_level, 0);
+    const BuiltCluster c(s);
+    const auto run = fixtures::run_collective(s, c, {.op = CollOp::kAllReduce, .bytes = bytes});
+    ASSERT_TRUE(run.result.done);
+    double nvlink = 0, memory = 0;
+    run.fabric->for_each_link([&](const Fabric::Link& l) {
+      if (l.layer == "NVLink") nvlink += static_cast<double>(l.bytes);
+      if (l.layer == "host memory") memory += static_cast<double>(l.bytes);
+    });
+    EXPECT_EQ(nvlink, 0) << fidelity;
+    // Payload 8 x 2 (n - 1) / n x S through memory (Simple: no protocol bytes); packet level
+    // counts PCIe framing on top (24 B per 256).
+    EXPECT_GE(memory, 0.99 * 8 * 2.0 * 7 / 8 * bytes) << fidelity;
+    EXPECT_LE(memory, 1.1 * 8 * 2.0 * 7 / 8 * bytes) << fidelity;
+  }
+}

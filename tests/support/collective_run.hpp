@@ -3,6 +3,7 @@
 // look at the links after a collective share.
 
 #include <memory>
+#include <string>
 
 #include "experiments/run.hpp"
 #include "fabric/fabric.hpp"
@@ -10,6 +11,20 @@
 #include "topo/communicator.hpp"
 
 namespace fabricsim::fixtures {
+
+// One DGX H100 on a 400G InfiniBand star (its NICs idle for a one-server collective), plus
+// `extra` TOML.
+inline std::string one_dgx_h100(const std::string& extra = "") {
+  return R"(
+[server]
+preset = "dgx-h100"
+count = 1
+[fabric]
+kind = "star"
+technology = "infiniband"
+link_rate = "400Gbps"
+)" + extra;
+}
 
 struct CollectiveRun {
   std::unique_ptr<Simulation> sim;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "topo/analysis.hpp"
+#include "topo/host_paths.hpp"
 #include "topo/nccl_xml.hpp"
 
 using namespace fabricsim;
@@ -353,4 +354,46 @@ TEST(Servers, NcclXmlRejectsGarbage) {
   EXPECT_NE(error("<system><cpu></system>").find("not valid XML"), std::string::npos);
   EXPECT_EQ(error("<system><cpu><pci class=\"0x030200\"><gpu sm=\"80\"/></pci></cpu></system>"),
             "a <gpu> element has no dev attribute");
+}
+
+TEST(HostPaths, NcclP2pLevelChoosesPeerToPeerOrHostMemoryPerGpuPair) {
+  // paths.cc ncclTopoCheckP2p: P2P when the pair's path type is within NCCL_P2P_LEVEL (PXB by
+  // default), else SHM through host memory. pcie-8gpu: GPUs 0 and 1 share a PCIe switch (PXB),
+  // 0 and 2 meet at their CPU (PHB), 0 and 7 across the sockets (SYS). A DGX's GPUs share
+  // NVLink (NVL), which every level but LOC allows.
+  const auto gpus = [](const Topology& t) {
+    std::vector<Vertex> out;
+    for (auto [v, end] = boost::vertices(t.graph()); v != end; ++v)
+      if (t.graph()[*v].kind == NodeKind::kGpu) out.push_back(*v);
+    return out;
+  };
+  const Topology pcie = build_cluster({.servers = 1,
+                                       .hosts = 0,
+                                       .server = server_preset("pcie-8gpu"),
+                                       .fabric = {.shape = StarSpec{}, .link_rate = 100_Gbps}});
+  const auto g = gpus(pcie);
+  ASSERT_EQ(g.size(), 8u);
+  HostFabricParams p;
+  EXPECT_EQ(p.gpu_path(pcie.graph(), g[0], g[1]), GpuPath::kPcieP2p);
+  EXPECT_EQ(p.gpu_path(pcie.graph(), g[0], g[2]), GpuPath::kHostMemory);
+  EXPECT_EQ(p.gpu_path(pcie.graph(), g[0], g[7]), GpuPath::kHostMemory);
+  p.p2p_level = 8;  // PHB
+  EXPECT_EQ(p.gpu_path(pcie.graph(), g[0], g[2]), GpuPath::kPcieP2p);
+  EXPECT_EQ(p.gpu_path(pcie.graph(), g[0], g[7]), GpuPath::kHostMemory);
+  p.p2p_level = 9;  // SYS
+  EXPECT_EQ(p.gpu_path(pcie.graph(), g[0], g[7]), GpuPath::kPcieP2p);
+  p.p2p_level = 0;  // LOC, NCCL_P2P_DISABLE=1
+  EXPECT_EQ(p.gpu_path(pcie.graph(), g[0], g[1]), GpuPath::kHostMemory);
+
+  const Topology dgx = build_cluster({.servers = 1,
+                                      .hosts = 0,
+                                      .server = server_preset("dgx-h100"),
+                                      .fabric = {.shape = StarSpec{}, .link_rate = 400_Gbps}});
+  const auto d = gpus(dgx);
+  HostFabricParams q;
+  EXPECT_EQ(q.gpu_path(dgx.graph(), d[0], d[7]), GpuPath::kNvLink);
+  q.p2p_level = 1;  // NVL
+  EXPECT_EQ(q.gpu_path(dgx.graph(), d[0], d[7]), GpuPath::kNvLink);
+  q.p2p_level = 0;
+  EXPECT_EQ(q.gpu_path(dgx.graph(), d[0], d[7]), GpuPath::kHostMemory);
 }

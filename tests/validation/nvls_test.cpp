@@ -19,15 +19,7 @@ using namespace fabricsim;
 namespace {
 
 std::string dgx_h100(const std::string& extra = "") {
-  return R"(
-[server]
-preset = "dgx-h100"
-count = 1
-[fabric]
-kind = "star"
-technology = "infiniband"
-link_rate = "400Gbps"
-)" + extra;
+  return fixtures::one_dgx_h100(extra);
 }
 
 NcclTestsRow one_size(const Scenario& s, std::uint64_t bytes) {
