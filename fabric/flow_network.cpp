@@ -326,7 +326,7 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
     const Vertex from = to_nic ? gpu : nic, to = to_nic ? nic : gpu;
     // PXN (HostFabricParams::nic_gpu): over NVLink to the GPU under the NIC's switch, then
     // PCIe from there; the NVLink leg counts on both GPUs' NVLink bundles, as at packet level.
-    if (const Vertex via = params_.host.nic_gpu(g, gpu, nic); via != gpu) {
+    if (const Vertex via = params_.host.nic_gpu(g, gpu, nic, to_nic); via != gpu) {
       Bandwidth plane{};
       Bandwidth::rep total = 0;
       Time hop_latency{};
@@ -352,7 +352,7 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
       if (!to_nic) nvlink();
       return;
     }
-    if (params_.host.gpudirect_between(g, gpu, nic)) {
+    if (params_.host.gpudirect_between(g, gpu, nic, to_nic)) {
       add_pcie_path(r, from, to, unit);
       return;
     }

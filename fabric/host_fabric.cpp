@@ -48,9 +48,9 @@ std::size_t HostFabric::nic_route(Vertex gpu, std::size_t e, bool to_nic) {
   const Vertex nic = topo_.endpoints()[e];
   Route r{{}, e, to_nic};
   // With PXN the data crosses NVLink to the GPU under the NIC's switch first (or last).
-  const Vertex via = params_.nic_gpu(g, gpu, nic);
+  const Vertex via = params_.nic_gpu(g, gpu, nic, to_nic);
   // The pair's PCIe distance decides GPUDirect for transfers between them (NCCL's rule).
-  r.gpudirect = params_.gpudirect_between(g, via, nic);
+  r.gpudirect = params_.gpudirect_between(g, via, nic, to_nic);
   if (via != gpu) {
     // One NVSwitch plane per NIC (index mod planes), so a server's NICs spread their PXN
     // traffic over the planes. Chunks keep PCIe TLP framing on the NVLink hops too (the

@@ -577,6 +577,8 @@ void read_nccl(Keys& r, Scenario& s) {
   c.pxn_disable = r.integer("NCCL_PXN_DISABLE") != 0;
   s.network.host.pxn = !c.pxn_disable;
   c.p2p_pxn_level = static_cast<int>(r.integer("NCCL_P2P_PXN_LEVEL"));
+  if (r.has("NCCL_NET_GDR_READ"))
+    s.network.host.gdr_read = r.integer("NCCL_NET_GDR_READ", std::nullopt) != 0;
   if (const auto level = r.optional_choice("NCCL_NET_GDR_LEVEL")) {
     s.network.host.gpudirect = *level != "LOC";
     s.network.host.gdr_level = gdr_distance(*level);

@@ -1143,6 +1143,15 @@ void add_nccl(std::vector<KeySpec>& k) {
   optional_choice("NCCL_NET_GDR_LEVEL", {"LOC", "PIX", "PXB", "PHB", "SYS"}, "`nic.gdr_level`",
                   "GPUDirect RDMA up to this PCIe distance (`LOC`: never); overrides "
                   "`nic.gpudirect` and `nic.gdr_level`");
+  k.push_back({.path = "nccl.NCCL_NET_GDR_READ",
+               .type = T::kInteger,
+               .presence = P::kOptional,
+               .note = "1 (NCCL's default from compute capability 8.0)",
+               .min = 0,
+               .max = 1,
+               .doc = "0: the NIC does not read GPU memory for sends (paths.cc "
+                      "ncclTopoCheckGdr): send data is staged through host memory on the NIC's "
+                      "socket, receives still land in GPU memory by GPUDirect"});
   optional_choice("NCCL_P2P_LEVEL", {"LOC", "NVL", "PIX", "PXB", "PHB", "SYS"},
                   "`PXB` (NCCL's default)",
                   "how far apart two GPUs of a server may be and still use peer to peer (NCCL "

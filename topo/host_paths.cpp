@@ -38,14 +38,15 @@ GpuPath HostFabricParams::gpu_path(const TopologyGraph& g, Vertex a, Vertex b) c
   return p2p_level >= type ? GpuPath::kPcieP2p : GpuPath::kHostMemory;
 }
 
-Vertex HostFabricParams::nic_gpu(const TopologyGraph& g, Vertex gpu, Vertex nic) const {
+Vertex HostFabricParams::nic_gpu(const TopologyGraph& g, Vertex gpu, Vertex nic,
+                                 bool to_nic) const {
   if (!pxn || !gpudirect || pcie_distance(g, gpu, nic) == PcieDistance::kPxb) return gpu;
   Vertex best = gpu;
   std::size_t best_hops = std::numeric_limits<std::size_t>::max();
   int best_index = 0;
   for (auto [v, end] = boost::vertices(g); v != end; ++v) {
     if (g[*v].kind != NodeKind::kGpu || g[*v].server != g[gpu].server || *v == gpu) continue;
-    if (pcie_distance(g, *v, nic) != PcieDistance::kPxb || !gpudirect_between(g, *v, nic) ||
+    if (pcie_distance(g, *v, nic) != PcieDistance::kPxb || !gpudirect_between(g, *v, nic, to_nic) ||
         !nvlink_connected(g, gpu, *v))
       continue;
     const std::size_t hops = pcie_path(g, *v, nic).size();

@@ -43,14 +43,19 @@ struct HostFabricParams {
   // one PCIe switch of that NIC (and may use GPUDirect with it), moves its data over NVLink
   // into that GPU's memory and the NIC reads it from there; no byte crosses the CPU.
   bool pxn = true;
-  // GPUDirect for this GPU-NIC pair (on, and within gdr_level).
-  bool gpudirect_between(const TopologyGraph& g, Vertex gpu, Vertex nic) const {
-    return gpudirect && pcie_distance(g, gpu, nic) <= gdr_level;
+  // NCCL_NET_GDR_READ (paths.cc:460, default -2: on from compute capability 8.0, which every
+  // preset has): 0 turns GPUDirect off for sends (the NIC reading GPU memory), so send data is
+  // staged through host memory; receives keep it.
+  bool gdr_read = true;
+  // GPUDirect for this GPU-NIC pair (on, and within gdr_level; for a send also gdr_read).
+  bool gpudirect_between(const TopologyGraph& g, Vertex gpu, Vertex nic, bool to_nic) const {
+    return gpudirect && (gdr_read || !to_nic) && pcie_distance(g, gpu, nic) <= gdr_level;
   }
-  // The GPU whose memory `nic` reads `gpu`'s data from (or writes it to): `gpu` itself, or
-  // with PXN the nearest GPU of the server (fewest PCIe hops, then the lowest index) that is
-  // under the NIC's PCIe switch, NVLink-connected to `gpu` and GPUDirect-capable with the NIC.
-  Vertex nic_gpu(const TopologyGraph& g, Vertex gpu, Vertex nic) const;
+  // The GPU whose memory `nic` reads `gpu`'s data from (to_nic) or writes it to: `gpu`
+  // itself, or with PXN the nearest GPU of the server (fewest PCIe hops, then the lowest
+  // index) that is under the NIC's PCIe switch, NVLink-connected to `gpu` and
+  // GPUDirect-capable with the NIC in that direction.
+  Vertex nic_gpu(const TopologyGraph& g, Vertex gpu, Vertex nic, bool to_nic) const;
   // The path between two GPUs of a server: NVLink when they share it (type NVL), else PCIe
   // peer to peer (PXB under switches only, PHB through one CPU, SYS across sockets; a single
   // switch, PIX, counts as PXB), each only within p2p_level; otherwise host memory.

@@ -499,3 +499,26 @@ TEST(Correctness, P2pDisabledLeavesNvLinkIdleAndStagesThroughHostMemory) {
     EXPECT_LE(memory, 1.1 * 8 * 2.0 * 7 / 8 * bytes) << fidelity;
   }
 }
+
+TEST(Correctness, NoGdrReadStagesOnlyTheSendSideThroughHostMemory) {
+  // NCCL_NET_GDR_READ=0 on 2 x DGX H100: the NIC may not read GPU memory, so every byte sent
+  // across servers passes through host memory once, on the sending side, while receives still
+  // land in GPU memory directly. With both directions staged (gpudirect off) it is twice that;
+  // with NCCL's defaults, never.
+  const std::uint64_t bytes = 64 << 20;
+  for (const char* extra : {"", "NCCL_NET_GDR_READ = 0\n", "gpudirect = false\n"}) {
+    const Scenario s = load_scenario_text(two_h100(std::string("[nccl]\n") + extra), "t.toml",
+                                          {.overrides = {"fidelity=\"flow\""}});
+    const BuiltCluster c(s);
+    const auto run = fixtures::run_collective(s, c, {.op = CollOp::kAllReduce, .bytes = bytes});
+    ASSERT_TRUE(run.result.done);
+    double memory = 0, network = 0;
+    run.fabric->for_each_link([&](const Fabric::Link& l) {
+      if (l.layer == "host memory") memory += static_cast<double>(l.bytes);
+      if (l.layer == "leaf downlink") network += static_cast<double>(l.bytes);
+    });
+    ASSERT_GT(network, 0);
+    const double per_network_byte = std::string(extra).empty() ? 0 : extra[0] == 'N' ? 1 : 2;
+    EXPECT_NEAR(memory / network, per_network_byte, 0.05) << extra;
+  }
+}
