@@ -631,8 +631,10 @@ void read_nccl(Keys& r, Scenario& s) {
     for (int p = 0; p < 3; ++p) c.launch_latency_us[p] = launch.time(protos[p]).us();
     launch.finish();
   }
-  const std::string fallback =
-      s.cluster.servers > 0 && s.cluster.server.gpu_sm >= 90 ? "h100" : "a100";
+  const std::string fallback = s.cluster.servers == 0           ? "a100"
+                               : s.cluster.server.gpu_sm >= 100 ? "b200"
+                               : s.cluster.server.gpu_sm >= 90  ? "h100"
+                                                                : "a100";
   s.gpu = gpu_preset(r.choice("gpu", fallback));
   s.gpu.hbm = r.bandwidth("gpu_hbm", s.gpu.hbm);
   s.gpu.channel = r.bandwidth("gpu_channel_rate", s.gpu.channel);

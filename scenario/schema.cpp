@@ -47,7 +47,9 @@ std::vector<SectionSpec> make_sections() {
        "Presets: `dgx-a100` — 8 × A100-SXM4, 12 NVLink 3 links per GPU (2 to each of 6 "
        "NVSwitches, 25 GB/s per link per direction), 4 PCIe Gen4 two-level switches with 2 GPUs + "
        "2 NICs each, 8 × 200G NICs, 2 sockets. `dgx-h100` — 8 × H100-SXM5, 18 NVLink 4 links (5, "
-       "5, 4, 4 to 4 NVSwitches), PCIe Gen5, 8 × 400G NICs (PIX to their GPUs). `pcie-8gpu` — 8 "
+       "5, 4, 4 to 4 NVSwitches), PCIe Gen5, 8 × 400G NICs (PIX to their GPUs). `dgx-b200` — the "
+       "DGX H100 layout with 8 × B200, 18 NVLink 5 links of 50 GB/s (9 to each of 2 NVLink "
+       "switch chips), compute capability 10.0. `pcie-8gpu` — 8 "
        "PCIe GPUs on 4 Gen4 switches, no NVLink, 4 × 100G NICs."},
       {"fabric", "`[fabric]`", "",
        "Switch names in probes and reports: `switch0` (star), `ring<i>`, `leaf<i>`/`spine<i>`, "
@@ -259,7 +261,7 @@ void add_server(std::vector<KeySpec>& k) {
                .doc = "host memory bandwidth per socket for staged (non-GPUDirect) data, shared by "
                       "everything staged there"});
   preset("gpu_name", T::kString, "GPU model name");
-  preset("gpu_sm", T::kInteger, "compute capability × 10 (80 A100, 90 H100)", 10, 200);
+  preset("gpu_sm", T::kInteger, "compute capability × 10 (80 A100, 90 H100, 100 B200)", 10, 200);
   preset("sockets", T::kInteger, "CPU sockets (NUMA nodes)", 1, 16);
   preset("cores_per_socket", T::kInteger, "cores per socket (CPU affinity in the matrix)", 1, 4096);
   preset("inter_socket_rate", T::kBandwidth, "socket-to-socket link (xGMI/UPI), each direction");
@@ -1247,7 +1249,8 @@ void add_nccl(std::vector<KeySpec>& k) {
   k.push_back({.path = "nccl.gpu",
                .type = T::kChoice,
                .presence = P::kDerived,
-               .note = "from `server.gpu_sm` (`\"a100\"` below 90, else `\"h100\"`)",
+               .note = "from `server.gpu_sm` (`\"a100\"` below 90, `\"h100\"` below 100, "
+                       "else `\"b200\"`)",
                .choices = gpu_preset_names(),
                .doc = "GPU preset: HBM bandwidth, SMs, one thread block's copy rate"});
   k.push_back(

@@ -87,18 +87,19 @@ HEAD
   echo
   echo "| hardware | source | size | published busbw (GB/s) | model busbw (GB/s) | model vs published |"
   echo "|---|---|---|---:|---:|---:|"
-  # One line per [[point]]: hardware|source|size|busbw|override;override...
+  # One line per [[point]]: hardware|source|size|busbw|preset|overrides
   awk -F' = ' '
     function val(s) { sub(/^"/, "", s); sub(/"$/, "", s); return s }
-    /^\[\[point\]\]/ { if (n++) print h "|" src "|" size "|" bw "|" ov; ov = "" }
+    /^\[\[point\]\]/ { if (n++) print h "|" src "|" size "|" bw "|" pre "|" ov; ov = "" }
     $1 == "hardware" { h = val($2) }
     $1 == "source" { src = val($2) }
     $1 == "size" { size = val($2) }
     $1 == "busbw_gbs" { bw = $2 }
+    $1 == "preset" { pre = val($2) }
     $1 == "overrides" { o = substr($0, index($0, "[") + 1); sub(/\][ \t]*$/, "", o); ov = o }
-    END { print h "|" src "|" size "|" bw "|" ov }' validation/reference/nvls-single-server.toml |
-    while IFS='|' read -r hw src size bw ov; do
-      args=()
+    END { print h "|" src "|" size "|" bw "|" pre "|" ov }' validation/reference/nvls-single-server.toml |
+    while IFS='|' read -r hw src size bw preset ov; do
+      args=(--set "server.preset=\"$preset\"")
       # The overrides are TOML strings, 'single' or "double" quoted, comma separated.
       while [[ $ov =~ ^[[:space:],]*(\'([^\']*)\'|\"(([^\"\\]|\\.)*)\")(.*)$ ]]; do
         args+=(--set "${BASH_REMATCH[2]}${BASH_REMATCH[3]}")

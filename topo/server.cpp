@@ -92,6 +92,20 @@ ServerSpec dgx_h100() {
   return s;
 }
 
+// NVIDIA DGX B200 (DGX B200 user guide): 8 x B200 with fifth-generation NVLink, 18 links of
+// 50 GB/s per direction per GPU, 9 to each of the 2 NVLink-5 switch chips; otherwise the
+// DGX H100 layout (PCIe Gen5, one 400G ConnectX-7 per GPU under its switch), 2 x Xeon
+// Platinum 8570 (56 cores).
+ServerSpec dgx_b200() {
+  ServerSpec s = dgx_h100();
+  s.model = "dgx-b200";
+  s.gpu_name = "B200";
+  s.gpu_sm = 100;
+  s.nvlink_rate = 400_Gbps;  // 50 GB/s per link per direction
+  s.nvswitch_links = {9, 9};
+  return s;
+}
+
 // A generic PCIe-only 8-GPU server (e.g. 8 x A100-PCIe or L40S): 4 PCIe Gen4 switches with two
 // GPUs each, one 100G NIC per switch, two sockets, no NVLink.
 ServerSpec pcie_8gpu() {
@@ -114,12 +128,13 @@ ServerSpec pcie_8gpu() {
 }  // namespace
 
 std::vector<std::string> server_preset_names() {
-  return {"dgx-a100", "dgx-h100", "pcie-8gpu"};
+  return {"dgx-a100", "dgx-h100", "dgx-b200", "pcie-8gpu"};
 }
 
 ServerSpec server_preset(std::string_view name) {
   if (name == "dgx-a100") return dgx_a100();
   if (name == "dgx-h100") return dgx_h100();
+  if (name == "dgx-b200") return dgx_b200();
   if (name == "pcie-8gpu") return pcie_8gpu();
   throw std::invalid_argument(fmt::format("unknown server preset \"{}\"", name));
 }

@@ -328,16 +328,19 @@ GpuSpec gpu_preset(std::string_view name) {
   if (l == "h100")
     return {"NVIDIA H100 80GB HBM3", 90, 132, gbs(3'350'000), gbs(36'700), gbs(20'600), 0.85};
   if (l == "h200") return {"NVIDIA H200", 90, 132, gbs(4'800'000), gbs(36'700), gbs(20'600), 0.85};
+  // B200: 8 TB/s HBM3e, 148 SMs (NVIDIA datasheet); Blackwell's per-channel ceiling 40.0 GB/s
+  // (perChMaxRingLL128Bws), SM100_NVLINK_BW 40.1 GB/s, nvlsEfficiency 0.74.
+  if (l == "b200") return {"NVIDIA B200", 100, 148, gbs(8'000'000), gbs(40'000), gbs(40'100), 0.74};
   throw std::invalid_argument(
       fmt::format("unknown GPU '{}' (known: {})", name, fmt::join(gpu_preset_names(), ", ")));
 }
 
 std::vector<std::string> gpu_preset_names() {
-  return {"a100", "h100", "h200"};
+  return {"a100", "h100", "h200", "b200"};
 }
 
 GpuSpec gpu_for_sm(int sm_version) {
-  return gpu_preset(sm_version >= 90 ? "h100" : "a100");
+  return gpu_preset(sm_version >= 100 ? "b200" : sm_version >= 90 ? "h100" : "a100");
 }
 
 double compute_slowdown(const GpuSpec& gpu, int channels, Bandwidth traffic, bool memory_bound) {
@@ -440,14 +443,17 @@ int channels_for_size(int channels, Proto proto, std::uint64_t bytes) {
 }
 
 double nvls_graph_bw_gbs(double nvlink_gbs, int nranks, int sm_version) {
-  // search.cc speedArrayIntra / sm90SpeedArrayIntra (SM100's is not needed: no preset).
+  // search.cc speedArrayIntra, sm90SpeedArrayIntra, sm100SpeedArrayIntra.
+  static constexpr double kSm100[] = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0,
+                                      40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
   static constexpr double kSm90[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0,
                                      15.0, 12.0, 11.0, 6.0,  3.0};
   static constexpr double kOlder[] = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0,
                                       9.0,  7.0,  6.0,  5.0,  4.0,  3.0};
   const double fit = nvlink_gbs / (nranks + 1);
-  const std::span<const double> steps =
-      sm_version >= 90 ? std::span<const double>(kSm90) : std::span<const double>(kOlder);
+  const std::span<const double> steps = sm_version >= 100  ? std::span<const double>(kSm100)
+                                        : sm_version >= 90 ? std::span<const double>(kSm90)
+                                                           : std::span<const double>(kOlder);
   for (const double bw : steps)
     if (bw <= fit) return bw;
   return 0;
