@@ -147,6 +147,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
         row.proto = c.proto;
         row.channels = c.channels;
         row.tuner_us = c.tuner_us;
+        row.tuner_fallback = c.tuner_fallback;
       }
       row.time_us[placement] = total / args.sim_iters;
       row.algbw[placement] = algbw_gbps(row.bytes, row.time_us[placement]);

@@ -55,6 +55,7 @@ struct NcclTestsRow {
   Proto proto = Proto::kSimple;
   int channels = 0;
   double tuner_us = 0;
+  bool tuner_fallback = false;      // nothing enabled applies: NCCL would fail, the model ran Ring
   std::string bounded_by;           // the layer of the busiest link during the row
   double bounded_by_imbalance = 0;  // that link's utilization / its layer's mean (1: even)
   // Over seeds (only with several): busbw's extremes per placement; the fields above hold the

@@ -82,6 +82,10 @@ std::string nccl_tests_text(const NcclTestsArgs& a, const NcclTestsResult& r) {
     // An uneven layer (ECMP collisions) says how far its busiest link sits above the mean.
     std::string bound;
     if (!row.bounded_by.empty()) bound = ", bounded by " + row.bounded_by;
+    if (row.tuner_fallback)
+      bound +=
+          "; no enabled algorithm/protocol applies here (NCCL would fail the call), the model "
+          "ran this instead";
     if (row.bounded_by_imbalance >= kImbalanceShown)
       bound += fmt::format(" (busiest link {:.2f} x the layer's mean)", row.bounded_by_imbalance);
     line(fmt::format("# fabricsim: {:>12} B {} {}/{} {} channels (NCCL tuner estimate {:.1f} us){}",
@@ -113,7 +117,8 @@ std::string nccl_tests_json(const Scenario& scenario, const NcclTestsArgs& a,
                   {"channels", row.channels},
                   {"nccl_tuner_us", row.tuner_us},
                   {"bounded_by", row.bounded_by},
-                  {"bounded_by_imbalance", row.bounded_by_imbalance}};
+                  {"bounded_by_imbalance", row.bounded_by_imbalance},
+                  {"tuner_fallback", row.tuner_fallback}};
     const char* names[] = {"out_of_place", "in_place"};
     for (int p = 0; p < 2; ++p) {
       // GB/s (10^9 bytes per second), as nccl-tests prints them. `*_gbps` are the same

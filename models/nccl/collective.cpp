@@ -629,6 +629,7 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
   r.proto =
       req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv ? Proto::kSimple : choice.proto;
   r.tuner_us = choice.predicted_us;
+  r.tuner_fallback = choice.fallback;
   const bool p2p = req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv;
   r.channels = p2p                     ? comms_[comm].layout.p2p_channels
                : r.algo == Algo::kNvls ? nvls_channels()  // enqueue.cc: nvlsChannels as they are

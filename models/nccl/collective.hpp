@@ -158,7 +158,8 @@ struct CollectiveResult {
   Algo algo = Algo::kRing;
   Proto proto = Proto::kSimple;
   int channels = 0;
-  double tuner_us = 0;  // NCCL's own estimate for the chosen pair
+  double tuner_us = 0;          // NCCL's own estimate for the chosen pair
+  bool tuner_fallback = false;  // TunerChoice::fallback
   Time start{};
   std::vector<Time> rank_finish;
   Bytes wire_bytes{};     // bytes handed to the fabric, protocol overhead included

@@ -557,7 +557,7 @@ TunerChoice tune(const TunerInput& in, const NcclConfig& cfg) {
           p = q;
           break;
         }
-    best = {Algo::kRing, p, 0};
+    best = {Algo::kRing, p, 0, true};
     best.predicted_us = tuner_time_us(in, best.algo, best.proto);
   }
   return best;

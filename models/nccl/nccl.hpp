@@ -239,6 +239,9 @@ struct TunerChoice {
   Algo algo = Algo::kRing;
   Proto proto = Proto::kSimple;
   double predicted_us = 0;  // NCCL's own estimate, for the report
+  // Nothing enabled runs here (NCCL_ALGO/NCCL_PROTO name only what does not apply): NCCL
+  // would fail the call; the model runs Ring with Simple (or the enabled protocol) instead.
+  bool fallback = false;
 };
 double tuner_time_us(const TunerInput& in, Algo algo, Proto proto);
 // The NVLS graph's per-channel bandwidth NCCL's search finds inside one server (search.cc

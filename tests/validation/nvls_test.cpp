@@ -115,3 +115,19 @@ TEST(Nvls, PublishedSingleServerFiguresAreReproducedWithinTenPerCent) {
         << p["hardware"].value_or("") << " (" << p["source"].value_or("") << ")";
   }
 }
+
+TEST(Nvls, NamingNvlsWhereItDoesNotApplySaysSoAndRunsRing) {
+  // NVLS runs inside one server here: NCCL_ALGO=NVLS on two servers enables nothing the model
+  // runs (NCCL would fail the call); the row says so and runs Ring, where one server runs NVLS.
+  const std::string nvls = "[nccl]\nNCCL_ALGO = \"NVLS\"\n";
+  const Scenario one =
+      load_scenario_text(dgx_h100(nvls), "t.toml", {.overrides = {"fidelity=\"flow\""}});
+  const NcclTestsRow r1 = one_size(one, 64 << 20);
+  EXPECT_EQ(r1.algo, Algo::kNvls);
+  EXPECT_FALSE(r1.tuner_fallback);
+  const Scenario two = load_scenario_text(dgx_h100(nvls), "t.toml",
+                                          {.overrides = {"fidelity=\"flow\"", "server.count=2"}});
+  const NcclTestsRow r2 = one_size(two, 64 << 20);
+  EXPECT_EQ(r2.algo, Algo::kRing);
+  EXPECT_TRUE(r2.tuner_fallback);
+}
