@@ -59,13 +59,8 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     throw std::invalid_argument(fmt::format(
         "{} processes x {} GPUs do not fit the scenario's {} GPUs", procs, per_proc, available));
 
-  CommunicatorOptions options;
+  CommunicatorOptions options = communicator_options(scenario);
   options.ranks = procs * per_proc;
-  options.server_order = scenario.nccl.server_order;
-  options.cross_nic = scenario.nccl.cross_nic;
-  options.channels_per_net_peer = scenario.nccl.channels_per_net_peer;
-  options.server_list = scenario.nccl.server_list;
-  options.channel_gbs = static_cast<double>(scenario.gpu.nvlink_channel.bps()) / 8e9;
   const CommLayout layout = build_communicator(cluster.topology, cluster.routing, options);
 
   const bool rooted = args.op == CollOp::kBroadcast || args.op == CollOp::kReduce;

@@ -69,6 +69,17 @@ SeedsResult run_seeds(const Scenario& scenario, const BuiltCluster& cluster, int
   return out;
 }
 
+CommunicatorOptions communicator_options(const Scenario& s) {
+  CommunicatorOptions o;
+  o.server_order = s.nccl.server_order;
+  o.cross_nic = s.nccl.cross_nic;
+  o.channels_per_net_peer = s.nccl.channels_per_net_peer;
+  o.server_list = s.nccl.server_list;
+  o.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
+  o.host_side = s.network.host_side;
+  return o;
+}
+
 std::unique_ptr<Fabric> make_fabric(Simulation& sim, const Scenario& s,
                                     const BuiltCluster& cluster) {
   if (s.fidelity == Fidelity::kPacket)

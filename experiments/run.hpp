@@ -13,6 +13,7 @@
 #include "fabric/fabric.hpp"
 #include "scenario/scenario.hpp"
 #include "sim/simulation.hpp"
+#include "topo/communicator.hpp"
 
 namespace fabricsim {
 
@@ -66,6 +67,10 @@ inline void fold_fingerprint(std::uint64_t& into, std::uint64_t fingerprint) {
 }
 
 // The fabric the scenario's fidelity asks for (packet or flow level).
+// The communicator options a scenario gives (NCCL's environment, the GPU's per-channel
+// figure, whether the servers' inside is modelled); ranks and GPUs are the caller's.
+CommunicatorOptions communicator_options(const Scenario& scenario);
+
 std::unique_ptr<Fabric> make_fabric(Simulation& sim, const Scenario& scenario,
                                     const BuiltCluster& cluster);
 

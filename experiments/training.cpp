@@ -30,12 +30,7 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   CollectiveEngine engine(sim, *fabric, s.gpu, s.nccl, s.execution);
   const int servers = std::max(1, s.cluster.servers);
   const int gpus = static_cast<int>(s.cluster.server.gpus.size());
-  CommunicatorOptions base;
-  base.server_order = s.nccl.server_order;
-  base.cross_nic = s.nccl.cross_nic;
-  base.channels_per_net_peer = s.nccl.channels_per_net_peer;
-  base.server_list = s.nccl.server_list;
-  base.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
+  const CommunicatorOptions base = communicator_options(s);
   const int stages = std::max(1, spec.pipeline_stages);
   const int replicas = servers / stages;
   WorkloadComms comms;

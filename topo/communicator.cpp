@@ -174,7 +174,7 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
         layout.nvlink_links += g[*e].lanes;
         layout.nvswitch &= g[boost::target(*e, g)].kind == NodeKind::kNvSwitch;
       }
-    layout.nvswitch &= layout.nvlink_links > 0;
+    layout.nvswitch &= layout.nvlink_links > 0 && opt.host_side;
   }
   layout.intra_link = nvlink_gbs > 0 || gpus.empty() ? LinkClass::kNvLink : LinkClass::kPcie;
   // NCCL's graphs are searched alike on every node and the channel count is the minimum over

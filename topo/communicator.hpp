@@ -40,6 +40,9 @@ struct CommunicatorOptions {
   // finds full-bandwidth rings, which it does on every server this model builds.
   int cross_nic = 2;
   int channels_per_net_peer = 0;  // NCCL_NCHANNELS_PER_NET_PEER (0: NCCL's rule)
+  // Whether the fabric models the inside of the servers (server.host_side): without it no
+  // transfer crosses an NVSwitch, so the layout offers no NVLS.
+  bool host_side = true;
 };
 
 // Throws std::invalid_argument when the ranks or the server list do not fit the cluster.

@@ -40,9 +40,8 @@ inline CollectiveRun run_collective(const Scenario& s, const BuiltCluster& c,
   r.sim = std::make_unique<Simulation>(s.seed);
   r.fabric = make_fabric(*r.sim, s, c);
   r.engine = std::make_unique<CollectiveEngine>(*r.sim, *r.fabric, s.gpu, s.nccl, s.execution);
-  CommunicatorOptions o;
-  o.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
-  const auto comm = r.engine->add_communicator(build_communicator(c.topology, c.routing, o));
+  const auto comm = r.engine->add_communicator(
+      build_communicator(c.topology, c.routing, communicator_options(s)));
   const auto id = r.engine->launch(comm, request, r.sim->now());
   r.sim->run();
   r.result = r.engine->result(id);

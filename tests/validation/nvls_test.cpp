@@ -131,3 +131,15 @@ TEST(Nvls, NamingNvlsWhereItDoesNotApplySaysSoAndRunsRing) {
   EXPECT_EQ(r2.algo, Algo::kRing);
   EXPECT_TRUE(r2.tuner_fallback);
 }
+
+TEST(Nvls, WithoutTheServersInsideModelledThereIsNoNvls) {
+  // server.host_side = false: every transfer goes NIC to NIC over the network, none crosses an
+  // NVSwitch, so the layout offers no NVLS and the tuner runs the ring (it crashed the flow
+  // level and ran "NVLS" over the NICs at packet level).
+  for (const char* fidelity : {"flow", "packet"}) {
+    const Scenario s = load_scenario_text(
+        dgx_h100(), "t.toml",
+        {.overrides = {fmt::format("fidelity=\"{}\"", fidelity), "server.host_side=false"}});
+    EXPECT_EQ(one_size(s, 16 << 20).algo, Algo::kRing) << fidelity;
+  }
+}
