@@ -322,7 +322,7 @@ class CollectiveEngine final : public CompletionListener {
   GpuSpec gpu_;
   NcclConfig cfg_;
   ExecutionOptions exec_;
-  std::vector<Comm> comms_;
+  std::deque<Comm> comms_;  // a deque: Conn::qps points into its elements
   std::deque<Run> runs_;
   // message id -> (run, conn, the send's number on the connection); messages of other
   // traffic are not ours.
