@@ -447,21 +447,14 @@ hosts_per_leaf = 4
 rail_optimized = true
 oversubscription = 2
 )";
-  const auto layer_bytes = [](const Fabric& f, std::string_view layer) {
-    double sum = 0;
-    f.for_each_link([&](const Fabric::Link& l) {
-      if (l.layer == layer) sum += static_cast<double>(l.bytes);
-    });
-    return sum;
-  };
   for (const int level : {2, 0}) {
     const Scenario s = load_scenario_text(
         four, "t.toml", {.overrides = {fmt::format("nccl.NCCL_P2P_PXN_LEVEL={}", level)}});
     const BuiltCluster c(s);
     const auto run = fixtures::run_collective(s, c, {.op = CollOp::kAllToAll, .bytes = 64 << 20});
     ASSERT_TRUE(run.result.done);
-    const double up = layer_bytes(*run.fabric, "leaf uplink");
-    const double down = layer_bytes(*run.fabric, "leaf downlink");
+    const double up = fixtures::layer_bytes(*run.fabric, "leaf uplink");
+    const double down = fixtures::layer_bytes(*run.fabric, "leaf downlink");
     if (level == 2) {
       EXPECT_EQ(up, 0) << "PXN";
     } else {
@@ -487,11 +480,8 @@ TEST(Correctness, P2pDisabledLeavesNvLinkIdleAndStagesThroughHostMemory) {
     const BuiltCluster c(s);
     const auto run = fixtures::run_collective(s, c, {.op = CollOp::kAllReduce, .bytes = bytes});
     ASSERT_TRUE(run.result.done);
-    double nvlink = 0, memory = 0;
-    run.fabric->for_each_link([&](const Fabric::Link& l) {
-      if (l.layer == "NVLink") nvlink += static_cast<double>(l.bytes);
-      if (l.layer == "host memory") memory += static_cast<double>(l.bytes);
-    });
+    const double nvlink = fixtures::layer_bytes(*run.fabric, "NVLink");
+    const double memory = fixtures::layer_bytes(*run.fabric, "host memory");
     EXPECT_EQ(nvlink, 0) << fidelity;
     // Payload 8 x 2 (n - 1) / n x S through memory (Simple: no protocol bytes); packet level
     // counts PCIe framing on top (24 B per 256).
@@ -512,11 +502,8 @@ TEST(Correctness, NoGdrReadStagesOnlyTheSendSideThroughHostMemory) {
     const BuiltCluster c(s);
     const auto run = fixtures::run_collective(s, c, {.op = CollOp::kAllReduce, .bytes = bytes});
     ASSERT_TRUE(run.result.done);
-    double memory = 0, network = 0;
-    run.fabric->for_each_link([&](const Fabric::Link& l) {
-      if (l.layer == "host memory") memory += static_cast<double>(l.bytes);
-      if (l.layer == "leaf downlink") network += static_cast<double>(l.bytes);
-    });
+    const double memory = fixtures::layer_bytes(*run.fabric, "host memory");
+    const double network = fixtures::layer_bytes(*run.fabric, "leaf downlink");
     ASSERT_GT(network, 0);
     const double per_network_byte = std::string(extra).empty() ? 0 : extra[0] == 'N' ? 1 : 2;
     EXPECT_NEAR(memory / network, per_network_byte, 0.05) << extra;

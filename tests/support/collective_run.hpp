@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "experiments/run.hpp"
 #include "fabric/fabric.hpp"
@@ -24,6 +25,15 @@ kind = "star"
 technology = "infiniband"
 link_rate = "400Gbps"
 )" + extra;
+}
+
+// Bytes every link of `layer` has carried, summed.
+inline double layer_bytes(const Fabric& f, std::string_view layer) {
+  double sum = 0;
+  f.for_each_link([&](const Fabric::Link& l) {
+    if (l.layer == layer) sum += static_cast<double>(l.bytes);
+  });
+  return sum;
 }
 
 struct CollectiveRun {
