@@ -12,38 +12,6 @@
 
 namespace fabricsim {
 
-TreeLinks nccl_btree(int n, int rank) {
-  TreeLinks t;
-  int bit = 1;
-  for (; bit < n; bit <<= 1)
-    if (bit & rank) break;
-  if (rank == 0) {
-    t.down1 = n > 1 ? bit >> 1 : -1;  // the root's one child: the largest power of 2 < n
-    return t;
-  }
-  int up = (rank ^ bit) | (bit << 1);
-  if (up >= n) up = rank ^ bit;
-  t.up = up;
-  int lowbit = bit >> 1;
-  t.down0 = lowbit == 0 ? -1 : rank - lowbit;
-  int down1 = lowbit == 0 ? -1 : rank + lowbit;
-  while (down1 >= n) {
-    lowbit >>= 1;
-    down1 = lowbit == 0 ? -1 : rank + lowbit;
-  }
-  t.down1 = down1;
-  return t;
-}
-
-TreeLinks nccl_dtree(int n, int rank) {
-  // Even n: the mirror image (rank -> n-1-rank); odd n: shifted by one.
-  const bool mirror = n % 2 == 0;
-  const auto to = [&](int r) { return mirror ? n - 1 - r : (r - 1 + n) % n; };
-  const auto back = [&](int r) { return r < 0 ? -1 : mirror ? n - 1 - r : (r + 1) % n; };
-  const TreeLinks t = nccl_btree(n, to(rank));
-  return {back(t.up), back(t.down0), back(t.down1)};
-}
-
 CommLayout build_communicator(const Topology& topo, const Routing& routing,
                               const CommunicatorOptions& opt) {
   const auto& g = topo.graph();
@@ -192,6 +160,9 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
     nic_gbs += static_cast<double>(g[routing.endpoint_link(e)].rate.bps()) / 8e9;
   layout.bw_intra_gbs = nvlink_gbs > 0 ? opt.channel_gbs : 12;
   layout.bw_inter_gbs = nic_gbs / channels;
+  if (!layout.ranks.empty())
+    layout.nic_gbs =
+        static_cast<double>(g[routing.endpoint_link(layout.ranks.front().nic)].rate.bps()) / 8e9;
 
   // Point-to-point channels per peer, as NCCL computes them (src/graph/paths.cc
   // ncclTopoGetNchannels, ncclTopoComputeP2pChannels; init.cc takes the minimum over ranks):

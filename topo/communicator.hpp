@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "models/nccl/collective.hpp"
+#include "models/nccl/plan.hpp"
 #include "topo/routing.hpp"
 
 namespace fabricsim {
@@ -48,13 +49,5 @@ struct CommunicatorOptions {
 // Throws std::invalid_argument when the ranks or the server list do not fit the cluster.
 CommLayout build_communicator(const Topology& topo, const Routing& routing,
                               const CommunicatorOptions& options);
-
-// NCCL's binary tree over n ranks (ncclGetBtree): parent and two children of `rank`, -1 for
-// none; `mirror` gives the second tree of the double binary tree (ncclGetDtree).
-struct TreeLinks {
-  int up = -1, down0 = -1, down1 = -1;
-};
-TreeLinks nccl_btree(int n, int rank);
-TreeLinks nccl_dtree(int n, int rank);
 
 }  // namespace fabricsim

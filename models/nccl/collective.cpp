@@ -45,7 +45,8 @@ class CollectiveEngine::Builder {
       return;
     }
     for (int c = 0; c < channels_; ++c) {
-      const CollectivePlan plan = plan_collective(channel(c), req.op, run_.result.algo, req.root);
+      const CollectivePlan plan = plan_collective(layout_, c, req.op, run_.result.algo, req.root);
+      if (plan.nvls()) run_.nvls_heads = plan.heads;
       streamed ? run_streamed(plan, c, share(req.bytes, c)) : execute(plan, c, share(req.bytes, c));
     }
   }
@@ -86,8 +87,10 @@ class CollectiveEngine::Builder {
   }
 
   // The connection from rank a to rank b on channel c (kind separates tree up and down).
+  // With `own_nics` a network connection leaves and enters through the ranks' own NICs (NVLSTree's
+  // heads), else through the channel's.
   std::uint32_t conn(int c, std::uint32_t a, std::uint32_t b, int kind, std::uint32_t sender,
-                     std::uint32_t receiver) {
+                     std::uint32_t receiver, bool own_nics = false) {
     auto [it, inserted] =
         run_.conn_index.try_emplace({c, a, b, kind}, static_cast<std::uint32_t>(run_.conns.size()));
     if (!inserted) return it->second;
@@ -110,9 +113,9 @@ class CollectiveEngine::Builder {
       k.local = ra.server == rb.server;
       const bool p2p = c < 0;
       const CommChannel* ch = p2p ? nullptr : &channel(c);
-      k.address.src = k.local || p2p ? ra.nic : ch->nic[a];
+      k.address.src = k.local || p2p || own_nics ? ra.nic : ch->nic[a];
       if (p2p && !k.local) k.address.src = p2p_send_nic(ra, rb);
-      k.address.dst = k.local || p2p ? rb.nic : ch->nic[b];
+      k.address.dst = k.local || p2p || own_nics ? rb.nic : ch->nic[b];
       k.address.src_gpu = ra.gpu;
       k.address.dst_gpu = rb.gpu;
       k.link = k.local ? layout_.intra_link : LinkClass::kNet;
@@ -137,10 +140,11 @@ class CollectiveEngine::Builder {
   std::uint32_t plan_conn(const CollectivePlan& plan, int c, std::uint32_t e, std::uint32_t sender,
                           std::uint32_t receiver) {
     const PlanEdge& pe = plan.edges[e];
-    const int kind = plan.shape == CollectivePlan::Shape::kTree   ? pe.lane + 1
-                     : plan.shape == CollectivePlan::Shape::kNvls ? 3 + pe.lane
-                                                                  : 0;
-    return conn(c, pe.from, pe.to, kind, sender, receiver);
+    const int kind = plan.shape == CollectivePlan::Shape::kTree ? pe.lane + 1
+                     : plan.nvls()                              ? 3 + pe.lane
+                                                                : 0;
+    return conn(c, pe.from, pe.to, kind, sender, receiver,
+                plan.shape == CollectivePlan::Shape::kNvlsTree);
   }
 
   // The primitives: per unit, rank and step, `repeat` primitives per slice (or per unit where
@@ -319,6 +323,7 @@ class CollectiveEngine::Builder {
   void run_streamed(const CollectivePlan& plan, int c, std::uint64_t bytes) {
     // NVLS opens only the connections its pipeline uses (2n of its 2n (n + 1) edges).
     if (plan.shape == CollectivePlan::Shape::kNvls) return stream_nvls(plan, c, bytes);
+    if (plan.shape == CollectivePlan::Shape::kNvlsTree) return stream_nvls_tree(plan, c, bytes);
     std::vector<std::uint32_t> conns(plan.edges.size());  // streams are the ranks here
     for (std::uint32_t e = 0; e < plan.edges.size(); ++e)
       conns[e] = plan_conn(plan, c, e, plan.edges[e].from, plan.edges[e].to);
@@ -330,6 +335,7 @@ class CollectiveEngine::Builder {
       case CollectivePlan::Shape::kTree:
         return stream_tree(plan, conns, bytes);
       case CollectivePlan::Shape::kNvls:
+      case CollectivePlan::Shape::kNvlsTree:
         return;  // above
     }
   }
@@ -479,6 +485,57 @@ class CollectiveEngine::Builder {
     pipeline(members, data * (n + 1), static_cast<double>(b) * (n + 1) / block, 0, fill);
   }
 
+  // NVLSTree: every edge carries one chunk per loop, so every member moves bytes / heads at
+  // one rate. A GPU's NVLink carries, each way, one chunk per head (scatter to the heads'
+  // loads, the heads' stores) and a head's one more (its reduction, its store): one member per
+  // GPU and direction, repeated that many times; each network edge one member. The rate cap is
+  // the busiest block per loop: scatter and gather lanes copy a chunk per head, a head's reduce
+  // lane one chunk (a sum where it has children), the switch's operations the multimem rate.
+  // Fill: one chunk's way (plan.fill), each GPU-side hop its step and copy (and for the
+  // network the proxy and the route), each switch-side hop a multimem operation.
+  void stream_nvls_tree(const CollectivePlan& plan, int c, std::uint64_t bytes) {
+    const std::uint32_t n = plan.switch_ranks_from, nh = plan.heads;
+    const auto conn_of = [&](std::uint32_t e) {
+      return plan_conn(plan, c, e, plan.edges[e].from, plan.edges[e].to);
+    };
+    std::vector<std::uint32_t> share(n, nh);  // chunks per loop each way over a GPU's NVLink
+    for (const PlanEdge& pe : plan.edges)
+      if (pe.from >= n && pe.to_lane == 1) ++share[pe.to];  // the switch's reduction to a head
+    std::vector<std::uint32_t> members;
+    std::vector<bool> up_of(n), down_of(n);
+    std::uint32_t up = UINT32_MAX, down = UINT32_MAX, net = UINT32_MAX;
+    for (std::uint32_t e = 0; e < plan.edges.size(); ++e) {
+      const PlanEdge& pe = plan.edges[e];
+      if (pe.from < n && pe.to < n) {
+        members.push_back(conn_of(e));
+        net = members.back();
+        continue;
+      }
+      std::vector<bool>& seen = pe.to >= n ? up_of : down_of;
+      const std::uint32_t gpu = pe.to >= n ? pe.from : pe.to;
+      if (seen[gpu]) continue;
+      seen[gpu] = true;
+      const std::uint32_t k = conn_of(e);
+      members.insert(members.end(), share[gpu], k);
+      (pe.to >= n ? up : down) = k;
+    }
+    const std::vector<std::uint64_t> units = plan.units(chunker_, bytes);
+    const std::uint64_t data = std::accumulate(units.begin(), units.end(), std::uint64_t{0});
+    const std::uint64_t b = units.front();
+    const double multimem = e_.nvls_seconds(run_, b, nh);
+    double block = std::max({op_seconds(run_.conns[up], nh * b, false),
+                             op_seconds(run_.conns[down], nh * b, false), multimem});
+    if (net != UINT32_MAX) block = std::max(block, op_seconds(run_.conns[net], b, true));
+    std::vector<std::uint32_t> way;
+    for (const std::uint32_t e : plan.fill) way.push_back(conn_of(e));
+    double fill = 0;
+    for (std::size_t i = 0; i < way.size(); ++i)
+      fill +=
+          plan.edges[plan.fill[i]].from >= n ? multimem : hop_seconds(run_.conns[way[i]], b, false);
+    fill += op_seconds(run_.conns[way.back()], b, false);  // the gather's copy out
+    pipeline(members, data, static_cast<double>(b) / block, 0, fill);
+  }
+
   // Point to point: one pipeline per sender over its pairs (NCCL schedules a rank's sends to
   // all its peers in rounds across its channels, so they progress together): each pair moves
   // its bytes at the sender's common rate, capped by a pair's send and receive blocks.
@@ -573,15 +630,30 @@ int CollectiveEngine::channels(std::uint32_t comm) const {
 
 bool CollectiveEngine::nvls_available(const CommLayout& l) const {
   // NCCL (nvls.cc, search.cc): NVLS needs NVSwitches, compute capability 9.0 or later and
-  // NCCL_NVLS_ENABLE not 0; the model runs it inside one server (multi-node NVLS and NVLSTree
-  // are not modelled).
+  // NCCL_NVLS_ENABLE not 0; NVLS proper runs inside one server (across servers NCCL runs it
+  // only with CollNet, not modelled), NVLSTree across them.
   return cfg_.nvls_enable != 0 && l.servers == 1 && l.nvswitch && l.ranks.size() >= 2 &&
          gpu_.sm_version >= 90 && gpu_.nvls_efficiency > 0;
 }
 
-int CollectiveEngine::nvls_channels() const {
+int CollectiveEngine::nvls_tree_heads(const CommLayout& l) const {
+  // NVLSTree (tuning.cc: disabled on one node; enqueue.cc: NVLS support needed, "NVLS/NVLStree
+  // needs at least 2 channels", i.e. heads): servers with NVSwitches and at least two GPUs
+  // with a NIC of their own, as many ranks on each.
+  if (cfg_.nvls_enable == 0 || l.servers < 2 || !l.nvswitch || gpu_.sm_version < 90 ||
+      gpu_.nvls_efficiency <= 0)
+    return 0;
+  const auto heads = fabricsim::nvls_tree_heads(l);
+  const int h = heads.empty() ? 0 : static_cast<int>(heads.front().size());
+  return h >= 2 ? h : 0;
+}
+
+int CollectiveEngine::nvls_channels(int servers) const {
   if (cfg_.nvls_channels > 0) return cfg_.nvls_channels;
-  return gpu_.sm_version >= 100 ? 24 : 16;  // nvls.cc NVLS_NCHANNELS_SM100_NVL, _SM90
+  // nvls.cc NVLS_NCHANNELS_SM90 16; SM100: 24 in one NVLink domain (NVLS_NCHANNELS_SM100_NVL),
+  // 32 across servers (NVLS_NCHANNELS_SM100; ncclNvlsTreeSm100Tuning's adjustments are left out).
+  if (gpu_.sm_version >= 100) return servers > 1 ? 32 : 24;
+  return 16;
 }
 
 TunerChoice CollectiveEngine::choose(std::uint32_t comm, const CollectiveRequest& req) const {
@@ -597,21 +669,28 @@ TunerChoice CollectiveEngine::choose(std::uint32_t comm, const CollectiveRequest
   };
   if (req.algo) only(cfg.algos, static_cast<int>(*req.algo));
   if (req.proto) only(cfg.protos, static_cast<int>(*req.proto));
-  const TunerInput in{.op = req.op,
-                      .bytes = req.bytes,
-                      .nranks = static_cast<int>(l.ranks.size()),
-                      .nnodes = l.servers,
-                      .channels = channels(comm),
-                      .sm_version = gpu_.sm_version,
-                      .bw_intra_gbs = l.bw_intra_gbs,
-                      .bw_inter_gbs = l.bw_inter_gbs,
-                      .ll128_enabled = cfg.ll128_enabled,
-                      .nvls_bw_intra_gbs =
-                          nvls_available(l)
-                              ? nvls_graph_bw_gbs(l.nvlink_links * nvlink_gbs,
-                                                  static_cast<int>(l.ranks.size()), gpu_.sm_version)
-                              : 0,
-                      .nvls_efficiency = gpu_.nvls_efficiency};
+  TunerInput in{.op = req.op,
+                .bytes = req.bytes,
+                .nranks = static_cast<int>(l.ranks.size()),
+                .nnodes = l.servers,
+                .channels = channels(comm),
+                .sm_version = gpu_.sm_version,
+                .bw_intra_gbs = l.bw_intra_gbs,
+                .bw_inter_gbs = l.bw_inter_gbs,
+                .ll128_enabled = cfg.ll128_enabled,
+                .nvls_bw_intra_gbs =
+                    nvls_available(l)
+                        ? nvls_graph_bw_gbs(l.nvlink_links * nvlink_gbs,
+                                            static_cast<int>(l.ranks.size()), gpu_.sm_version)
+                        : 0,
+                .nvls_efficiency = gpu_.nvls_efficiency};
+  if (const int heads = nvls_tree_heads(l); heads > 0) {
+    const NvlsTreeGraphBw bw =
+        nvls_tree_graph_bw(l.nvlink_links * nvlink_gbs, heads, l.nic_gbs, gpu_.sm_version);
+    in.nvls_tree_heads = heads;
+    in.nvls_tree_bw_intra_gbs = bw.intra;
+    in.nvls_tree_bw_inter_gbs = bw.inter;
+  }
   return tune(in, cfg);
 }
 
@@ -631,9 +710,10 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
   r.tuner_us = choice.predicted_us;
   r.tuner_fallback = choice.fallback;
   const bool p2p = req.op == CollOp::kAllToAll || req.op == CollOp::kSendRecv;
-  r.channels = p2p                     ? comms_[comm].layout.p2p_channels
-               : r.algo == Algo::kNvls ? nvls_channels()  // enqueue.cc: nvlsChannels as they are
-                                       : channels_for_size(channels(comm), r.proto, req.bytes);
+  const bool nvls = r.algo == Algo::kNvls || r.algo == Algo::kNvlsTree;
+  r.channels = p2p    ? comms_[comm].layout.p2p_channels
+               : nvls ? nvls_channels(comms_[comm].layout.servers)  // enqueue.cc: as they are
+                      : channels_for_size(channels(comm), r.proto, req.bytes);
   r.start = at;
   const auto n = comms_[comm].layout.ranks.size();
   r.rank_finish.assign(n, at);
@@ -643,6 +723,12 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
     const Bytes chunk(static_cast<Bytes::rep>(
         nvls_chunk_bytes(req.bytes, static_cast<std::uint64_t>(r.channels) * n,
                          static_cast<std::uint64_t>(run.sizing.chunk.count()))));
+    run.sizing.step = run.sizing.chunk = run.sizing.slice = chunk;
+  } else if (r.algo == Algo::kNvlsTree) {
+    const CommLayout& l = comms_[comm].layout;
+    const Bytes chunk(static_cast<Bytes::rep>(nvls_tree_chunk_bytes(
+        req.bytes, static_cast<std::uint64_t>(r.channels) * nvls_tree_heads(l),
+        static_cast<std::uint64_t>(run.sizing.chunk.count()), l.servers)));
     run.sizing.step = run.sizing.chunk = run.sizing.slice = chunk;
   }
   // One rank: NCCL moves nothing between GPUs; it copies the send buffer into the receive
@@ -687,7 +773,7 @@ std::uint64_t CollectiveEngine::primitives(const Run& run, const CollectiveReque
   // Every channel runs the same plan on its share (rank order aside): count channel 0's.
   const std::uint64_t per_channel = std::max<std::uint64_t>(1, req.bytes / nc);
   const CollectivePlan plan =
-      plan_collective(comms_[run.comm].layout.channels.front(), req.op, run.result.algo, req.root);
+      plan_collective(comms_[run.comm].layout, 0, req.op, run.result.algo, req.root);
   return nc * plan.primitives(Chunker(run.sizing), per_channel);
 }
 
@@ -744,8 +830,8 @@ void CollectiveEngine::try_advance(std::uint32_t id, std::uint32_t s) {
   if (st.nvswitch) {
     // The NVSwitch: no thread block, its multimem operation at the multimem rate.
     t_latency = Time::zero();
-    const auto n = static_cast<std::uint32_t>(comms_[run.comm].layout.ranks.size());
-    t_copy = Time::from_ps(static_cast<Time::rep>(std::ceil(nvls_seconds(run, o.bytes, n) * 1e12)));
+    t_copy = Time::from_ps(
+        static_cast<Time::rep>(std::ceil(nvls_seconds(run, o.bytes, run.nvls_heads) * 1e12)));
   } else if (const double rate = copy_rate(o.reduce, run.result.channels); rate > 0 && o.bytes > 0)
     t_copy = Time::from_ps(
         static_cast<Time::rep>(std::ceil(static_cast<double>(o.bytes * o.copies) * 8e12 / rate)));

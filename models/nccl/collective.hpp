@@ -91,6 +91,7 @@ struct CommLayout {
   // NVLS needs, with every rank on one server).
   int nvlink_links = 0;
   bool nvswitch = false;
+  double nic_gbs = 0;  // the first rank's own NIC, GB/s (NVLSTree's heads send through theirs)
   // Channels a point-to-point transfer to one peer is split over (NCCL's
   // p2pnChannelsPerPeer), each its own thread block and connection.
   int p2p_channels = 1;
@@ -281,6 +282,7 @@ class CollectiveEngine final : public CompletionListener {
     std::uint32_t streams_left = 0;
     std::vector<Pipeline> pipelines;
     std::map<std::tuple<int, std::uint32_t, std::uint32_t, int>, std::uint32_t> conn_index;
+    std::uint32_t nvls_heads = 0;  // NVLS, NVLSTree: chunks per loop (the switch's fan-in)
   };
   struct Comm {
     CommLayout layout;
@@ -299,10 +301,12 @@ class CollectiveEngine final : public CompletionListener {
   Time proxy_delay(Proto proto) const;
   // One thread block's copy rate, bits/s: min(per-block rate, HBM / (accesses x channels)).
   double copy_rate(bool reduce, int channels) const;
-  bool nvls_available(const CommLayout& layout) const;
-  int nvls_channels() const;  // NCCL_NVLS_NCHANNELS, else NCCL's per-architecture count
-  // An NVSwitch multimem operation on one NVLS channel moving `bytes` per edge among n GPUs.
-  double nvls_seconds(const Run& run, std::uint64_t bytes, std::uint32_t n) const;
+  bool nvls_available(const CommLayout& layout) const;  // inside one server
+  int nvls_tree_heads(const CommLayout& layout) const;  // NVLSTree's heads, 0: none
+  int nvls_channels(int servers) const;  // NCCL_NVLS_NCHANNELS, else NCCL's per-architecture count
+  // An NVSwitch multimem operation on one NVLS channel moving `bytes` per edge, with `heads`
+  // heads (chunks per loop).
+  double nvls_seconds(const Run& run, std::uint64_t bytes, std::uint32_t heads) const;
   // Primitives the request would run as (to choose streamed execution).
   std::uint64_t primitives(const Run& run, const CollectiveRequest& req) const;
   void on_pipeline_done(std::uint64_t payload);

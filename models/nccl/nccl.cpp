@@ -363,8 +363,8 @@ StepSizing step_sizing(CollOp op, Algo algo, Proto proto, const NcclConfig& cfg)
                      : proto == Proto::kLL   ? cfg.ll_buffsize
                                              : cfg.ll128_buffsize;
   s.step = Bytes(std::max<Bytes::rep>(1, buff.count() / kSteps));
-  if (algo == Algo::kNvls) {
-    // NVLS (Simple only): a head's buffer is NCCL_STEPS steps of one NVLS chunk
+  if (algo == Algo::kNvls || algo == Algo::kNvlsTree) {
+    // NVLS and NVLSTree (Simple only): a head's buffer is NCCL_STEPS steps of one NVLS chunk
     // (nvls.cc: buffSize = nvlsChunkSize x NCCL_STEPS); a primitive moves one chunk.
     s.step = s.chunk = s.slice = Bytes(std::max<Bytes::rep>(1, cfg.nvls_chunksize.count()));
     s.credits = kSteps;
@@ -459,7 +459,73 @@ double nvls_graph_bw_gbs(double nvlink_gbs, int nranks, int sm_version) {
   return 0;
 }
 
+NvlsTreeGraphBw nvls_tree_graph_bw(double nvlink_gbs, int heads, double nic_gbs, int sm_version) {
+  // search.cc sm100SpeedArrayInter, sm90SpeedArrayInter, speedArrayInter.
+  static constexpr double kSm100[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
+                                      20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+  static constexpr double kSm90[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
+                                     15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+  static constexpr double kOlder[] = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0,
+                                      7.0,  6.0,  5.0,  4.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+  const std::span<const double> steps = sm_version >= 100  ? std::span<const double>(kSm100)
+                                        : sm_version >= 90 ? std::span<const double>(kSm90)
+                                                           : std::span<const double>(kOlder);
+  NvlsTreeGraphBw bw;
+  if (heads < 1) return bw;
+  // The search starts at the largest step a head's NIC carries and steps down until every
+  // head's channel fits the NVLink (the NVLS graph wants as many heads as there are NICs).
+  const double fit = std::min(nvlink_gbs / (heads + 1), nic_gbs);
+  for (const double s : steps)
+    if (s <= fit) {
+      bw.intra = s;
+      break;
+    }
+  for (const double s : steps)
+    if (s <= nic_gbs && s < 2 * bw.intra) {
+      bw.inter = std::max(s, bw.intra);
+      break;
+    }
+  return bw;
+}
+
+std::uint64_t nvls_tree_chunk_bytes(std::uint64_t bytes, std::uint64_t concurrent,
+                                    std::uint64_t nvls_chunk, int servers) {
+  const std::uint64_t tree_max = servers >= 4 ? 65536 : nvls_chunk;  // nvls.cc
+  std::uint64_t chunk = std::min(nvls_chunk, tree_max);
+  if (bytes < 32 * concurrent * chunk && chunk > 262144) chunk = 262144;
+  if (bytes < 16 * concurrent * chunk && chunk > 131072) chunk = 131072;
+  if (bytes < 4 * concurrent * chunk && chunk > 65536) chunk = 65536;
+  if (bytes < 1 * concurrent * chunk && chunk > 32768) chunk = 32768;
+  return chunk;
+}
+
 double tuner_time_us(const TunerInput& in, Algo algo, Proto proto) {
+  if (algo == Algo::kNvlsTree) {
+    // tuning.cc, two or more servers: Simple only, on the NVLS graph's channels (one per head):
+    //   intraBw = bwIntra x nvlsEfficiency x (heads - 1) / heads x 2 (AllReduce),
+    //   interBw = bwInter x (2 on two servers: each head's NIC carries one chunk each way per
+    //             loop, half what a tree of more servers gives an inner node),
+    //   bw = min(intraBw, interBw, perChMaxNVLSTreeBws: Hopper 57.7 / 45.5, Blackwell
+    //        96.0 / 80.0 for two / more servers), busBw = heads x bw,
+    //   algBw = busBw x nranks / (2 (nranks - 1));
+    // latency: NVLink's hwLat for NVLSTree Simple (25 us) plus 2 log2(servers) network hops of
+    // 20.9 us (hwLat NET NVLSTree Simple); baseLat is 0. (The B200-on-x86 correction of small
+    // sizes, tuning.cc ncclTopoGetAlgoTime, is left out.)
+    if (in.op != CollOp::kAllReduce || proto != Proto::kSimple || in.nnodes < 2 ||
+        in.nvls_tree_heads < 2 || in.nvls_tree_bw_intra_gbs <= 0)
+      return HUGE_VAL;
+    const double heads = in.nvls_tree_heads;
+    const bool blackwell = in.sm_version >= 100;
+    const double per_ch_max =
+        in.nnodes <= 2 ? (blackwell ? 96.0 : 57.7) : (blackwell ? 80.0 : 45.5);
+    const double intra = in.nvls_tree_bw_intra_gbs * in.nvls_efficiency * (heads - 1) / heads * 2;
+    const double inter = in.nvls_tree_bw_inter_gbs * (in.nnodes <= 2 ? 2 : 1);
+    const double bus = heads * std::min({intra, inter, per_ch_max});
+    const double alg = bus * in.nranks / (2.0 * (in.nranks - 1));
+    if (alg <= 0) return HUGE_VAL;
+    const double lat = 25.0 + 2 * std::floor(std::log2(in.nnodes)) * 20.9;
+    return lat + static_cast<double>(in.bytes) / (1000.0 * alg);
+  }
   if (algo == Algo::kNvls) {
     // tuning.cc, one server: NVLS runs Simple only, on the NVLS graph's channels (one per head):
     // busBw = heads x bw x nvlsEfficiency x (heads - 1) / heads x 2 (AllReduce pipelines its
@@ -538,7 +604,7 @@ TunerChoice tune(const TunerInput& in, const NcclConfig& cfg) {
   TunerChoice best;
   best.predicted_us = HUGE_VAL;
   // NCCL's order (algorithm ids), the first of equal times winning.
-  for (Algo a : {Algo::kTree, Algo::kRing, Algo::kNvls}) {
+  for (Algo a : {Algo::kTree, Algo::kRing, Algo::kNvls, Algo::kNvlsTree}) {
     if (cfg.algos.at(in.op, static_cast<int>(a)) == 0) continue;
     for (Proto p : {Proto::kLL, Proto::kLL128, Proto::kSimple}) {
       if (!protocol_enabled(cfg, in.op, p)) continue;

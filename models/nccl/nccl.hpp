@@ -234,6 +234,11 @@ struct TunerInput {
   // speed steps) and the GPU's nvlsEfficiency.
   double nvls_bw_intra_gbs = 0;
   double nvls_efficiency = 0;
+  // NVLSTree (0: not available here, one server or no NVLS): its graph's heads per server
+  // (one per NIC, search.cc) and per-head bandwidths (nvls_tree_graph_bw).
+  int nvls_tree_heads = 0;
+  double nvls_tree_bw_intra_gbs = 0;
+  double nvls_tree_bw_inter_gbs = 0;
 };
 struct TunerChoice {
   Algo algo = Algo::kRing;
@@ -250,6 +255,22 @@ double tuner_time_us(const TunerInput& in, Algo algo, Proto proto);
 // (sm90SpeedArrayIntra, speedArrayIntra before Hopper) with (nranks + 1) x bw <= nvlink_gbs
 // (the GPU's NVLink links x NCCL's per-link figure).
 double nvls_graph_bw_gbs(double nvlink_gbs, int nranks, int sm_version);
+// The NVLS graph NCCL's search finds across servers (search.cc, system->inter set): one channel
+// per head, a GPU with a NIC of its own, so `heads` channels; the inter-node speed steps
+// (sm90SpeedArrayInter, sm100SpeedArrayInter) for both sides. bwIntra: the largest step with
+// (heads + 1) x bw <= nvlink_gbs (each head pulls from every GPU once and twice from itself);
+// bwInter: pass 2 raises it while a step fits the head's NIC (nic_gbs) and stays below
+// 2 x bwIntra.
+struct NvlsTreeGraphBw {
+  double intra = 0, inter = 0;
+};
+NvlsTreeGraphBw nvls_tree_graph_bw(double nvlink_gbs, int heads, double nic_gbs, int sm_version);
+// NVLSTree's chunk (enqueue.cc): min(NCCL_NVLS_CHUNKSIZE, the tree's maximum chunk: 64 KiB on
+// four or more servers, else the NVLS chunk; nvls.cc), then 256 KiB below 32 x concurrent x
+// chunk bytes, 128 KiB below 16 x, 64 KiB below 4 x, 32 KiB below 1 x (concurrent = channels x
+// heads).
+std::uint64_t nvls_tree_chunk_bytes(std::uint64_t bytes, std::uint64_t concurrent,
+                                    std::uint64_t nvls_chunk, int servers);
 // Minimum over the allowed pairs (NCCL_ALGO / NCCL_PROTO restrict them).
 TunerChoice tune(const TunerInput& in, const NcclConfig& cfg);
 

@@ -66,13 +66,46 @@ class TreeEdges {
 
 }  // namespace
 
+TreeLinks nccl_btree(int n, int rank) {
+  TreeLinks t;
+  int bit = 1;
+  for (; bit < n; bit <<= 1)
+    if (bit & rank) break;
+  if (rank == 0) {
+    t.down1 = n > 1 ? bit >> 1 : -1;  // the root's one child: the largest power of 2 < n
+    return t;
+  }
+  int up = (rank ^ bit) | (bit << 1);
+  if (up >= n) up = rank ^ bit;
+  t.up = up;
+  int lowbit = bit >> 1;
+  t.down0 = lowbit == 0 ? -1 : rank - lowbit;
+  int down1 = lowbit == 0 ? -1 : rank + lowbit;
+  while (down1 >= n) {
+    lowbit >>= 1;
+    down1 = lowbit == 0 ? -1 : rank + lowbit;
+  }
+  t.down1 = down1;
+  return t;
+}
+
+TreeLinks nccl_dtree(int n, int rank) {
+  // Even n: the mirror image (rank -> n-1-rank); odd n: shifted by one.
+  const bool mirror = n % 2 == 0;
+  const auto to = [&](int r) { return mirror ? n - 1 - r : (r - 1 + n) % n; };
+  const auto back = [&](int r) { return r < 0 ? -1 : mirror ? n - 1 - r : (r + 1) % n; };
+  const TreeLinks t = nccl_btree(n, to(rank));
+  return {back(t.up), back(t.down0), back(t.down1)};
+}
+
 std::vector<std::uint64_t> CollectivePlan::units(const Chunker& chunker,
                                                  std::uint64_t bytes) const {
   switch (shape) {
     case Shape::kRing:
       return chunker.chunks(bytes, static_cast<std::uint32_t>(order.size()));
     case Shape::kNvls:  // loops of one chunk per head
-      return chunker.chunks(bytes, switch_ranks_from);
+    case Shape::kNvlsTree:
+      return chunker.chunks(bytes, heads);
     default:
       return chunker.chunks(bytes);
   }
@@ -91,7 +124,8 @@ std::uint64_t CollectivePlan::primitives(const Chunker& chunker, std::uint64_t b
     case Shape::kTree:
       return per_unit * chunker.chunk_count(bytes);
     case Shape::kNvls:
-      return per_unit * chunker.chunk_count(bytes, switch_ranks_from);
+    case Shape::kNvlsTree:
+      return per_unit * chunker.chunk_count(bytes, heads);
   }
   return per_unit;
 }
@@ -204,6 +238,7 @@ CollectivePlan plan_nvls(std::uint32_t n) {
   plan.shape = CollectivePlan::Shape::kNvls;
   plan.lanes = 3;
   plan.switch_ranks_from = n;
+  plan.heads = n;
   // Edges per head h (the switch's pseudo-rank n + h): every GPU's chunk up (scatter lane to
   // the switch's reduce lane), the reduction down to h (to h's reduce lane), h's store up,
   // and its copies down to every GPU's gather lane.
@@ -241,7 +276,159 @@ CollectivePlan plan_nvls(std::uint32_t n) {
   return plan;
 }
 
-CollectivePlan plan_collective(const CommChannel& ch, CollOp op, Algo algo, int root) {
+std::vector<std::vector<std::uint32_t>> nvls_tree_heads(const CommLayout& layout) {
+  std::vector<std::uint32_t> server_ids;  // in the order of their first rank
+  std::vector<std::vector<std::uint32_t>> ranks_of, heads;
+  for (std::uint32_t r = 0; r < layout.ranks.size(); ++r) {
+    const std::uint32_t s = layout.ranks[r].server;
+    auto it = std::find(server_ids.begin(), server_ids.end(), s);
+    if (it == server_ids.end()) {
+      server_ids.push_back(s);
+      ranks_of.emplace_back();
+      heads.emplace_back();
+      it = server_ids.end() - 1;
+    }
+    const auto pos = static_cast<std::size_t>(it - server_ids.begin());
+    auto& on_nic = heads[pos];
+    const bool nic_taken = std::any_of(on_nic.begin(), on_nic.end(), [&](std::uint32_t h) {
+      return layout.ranks[h].nic == layout.ranks[r].nic;
+    });
+    if (!nic_taken) on_nic.push_back(r);
+    ranks_of[pos].push_back(r);
+  }
+  std::size_t fewest = SIZE_MAX;
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    if (ranks_of[i].size() != ranks_of.front().size()) return {};
+    fewest = std::min(fewest, heads[i].size());
+  }
+  for (auto& h : heads) h.resize(fewest);
+  return heads;
+}
+
+CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel) {
+  CollectivePlan plan;
+  plan.shape = CollectivePlan::Shape::kNvlsTree;
+  plan.lanes = 4;  // scatter, reduce, gather, broadcast
+  const auto n = static_cast<std::uint32_t>(layout.ranks.size());
+  const std::vector<std::vector<std::uint32_t>> heads = nvls_tree_heads(layout);
+  const auto servers = static_cast<std::uint32_t>(heads.size());
+  const auto nh = static_cast<std::uint32_t>(heads.empty() ? 0 : heads.front().size());
+  plan.switch_ranks_from = n;
+  plan.heads = nh;
+  // Each server's ranks, by position.
+  std::vector<std::vector<std::uint32_t>> local(servers);
+  std::vector<std::uint32_t> server_of(n);
+  for (std::uint32_t s = 0, r = 0; r < n; ++r) {
+    for (s = 0; s < servers; ++s)
+      if (layout.ranks[heads[s].front()].server == layout.ranks[r].server) break;
+    local[s].push_back(r);
+    server_of[r] = s;
+  }
+  const auto sw = [&](std::uint32_t s, std::uint32_t h) { return n + s * nh + h; };
+  std::vector<TreeLinks> tree(servers);
+  for (std::uint32_t s = 0; s < servers; ++s)
+    tree[s] = channel % 2 == 0 ? nccl_btree(static_cast<int>(servers), static_cast<int>(s))
+                               : nccl_dtree(static_cast<int>(servers), static_cast<int>(s));
+  const auto is_root = [&](std::uint32_t s) { return tree[s].up < 0; };
+  const auto children = [&](std::uint32_t s) {
+    std::vector<std::uint32_t> out;
+    for (const int k : {tree[s].down0, tree[s].down1})
+      if (k >= 0) out.push_back(static_cast<std::uint32_t>(k));
+    return out;
+  };
+  // The lane a head sends the result on: the root's reduce lane, else its broadcast lane.
+  const auto result_lane = [&](std::uint32_t s) -> std::uint8_t { return is_root(s) ? 1 : 3; };
+  // Edges, server by server and head by head: as NVLS inside the server (the store from the
+  // lane holding the result), then the head's tree edge to its parent, up and down.
+  const auto at = [&](std::uint32_t s, std::uint32_t h) { return s * nh + h; };
+  std::vector<std::vector<std::uint32_t>> up(servers * nh), fan_out(servers * nh);
+  std::vector<std::uint32_t> reduced(servers * nh), stored(servers * nh);
+  std::vector<std::uint32_t> net_up(servers * nh, UINT32_MAX), net_down(servers * nh, UINT32_MAX);
+  for (std::uint32_t s = 0; s < servers; ++s)
+    for (std::uint32_t h = 0; h < nh; ++h) {
+      const std::uint32_t head = heads[s][h], i = at(s, h);
+      for (const std::uint32_t g : local[s]) up[i].push_back(edge(plan, g, sw(s, h), 0));
+      reduced[i] = edge(plan, sw(s, h), head, 0, 1);
+      stored[i] = edge(plan, head, sw(s, h), result_lane(s), 1);
+      for (const std::uint32_t g : local[s]) fan_out[i].push_back(edge(plan, sw(s, h), g, 1, 2));
+      if (!is_root(s)) {
+        const auto p = static_cast<std::uint32_t>(tree[s].up);
+        net_up[i] = edge(plan, head, heads[p][h], 1, 1);
+        net_down[i] = edge(plan, heads[p][h], head, result_lane(p), 3);
+      }
+    }
+  PlanWriter w(plan);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    plan.order.push_back(r);
+    const std::uint32_t s = server_of[r];
+    const auto g = static_cast<std::uint32_t>(std::find(local[s].begin(), local[s].end(), r) -
+                                              local[s].begin());  // r's place on its server
+    std::vector<std::uint32_t> to_heads, from_heads;
+    for (std::uint32_t h = 0; h < nh; ++h) {
+      to_heads.push_back(up[at(s, h)][g]);
+      from_heads.push_back(fan_out[at(s, h)][g]);
+    }
+    w.step({}, to_heads, false, 1, 0, false, true);
+    const auto h_it = std::find(heads[s].begin(), heads[s].end(), r);
+    if (h_it != heads[s].end()) {
+      const auto h = static_cast<std::uint32_t>(h_it - heads[s].begin());
+      std::vector<std::uint32_t> from_below{reduced[at(s, h)]}, to_children;
+      for (const std::uint32_t k : children(s)) {
+        from_below.push_back(net_up[at(k, h)]);
+        to_children.push_back(net_down[at(k, h)]);
+      }
+      std::vector<std::uint32_t> result{stored[at(s, h)]};
+      result.insert(result.end(), to_children.begin(), to_children.end());
+      const bool sums = from_below.size() > 1;  // else it forwards the switch's reduction
+      if (is_root(s)) {
+        w.step(from_below, result, sums, 1, 1);
+      } else {
+        w.step(from_below, {net_up[at(s, h)]}, sums, 1, 1);
+        w.step({net_down[at(s, h)]}, result, false, 1, 3);
+      }
+    }
+    w.step(from_heads, {}, false, 1, 2, false, true);
+    w.end_rank();
+  }
+  for (std::uint32_t s = 0; s < servers; ++s)
+    for (std::uint32_t h = 0; h < nh; ++h) {
+      plan.order.push_back(sw(s, h));
+      w.step(up[at(s, h)], {reduced[at(s, h)]}, true, 1, 0);
+      w.step({stored[at(s, h)]}, fan_out[at(s, h)], false, 1, 1);
+      w.end_rank();
+    }
+  // A chunk's way: from the deepest server's first GPU up to head 0's switch, its reduction,
+  // the tree up to the root, the root's store, back down, the store there and the copy out.
+  std::uint32_t deepest = 0;
+  int max_depth = -1;
+  for (std::uint32_t s = 0; s < servers; ++s) {
+    int depth = 0;
+    for (std::uint32_t q = s; !is_root(q); q = static_cast<std::uint32_t>(tree[q].up)) ++depth;
+    if (depth > max_depth) {
+      max_depth = depth;
+      deepest = s;
+    }
+  }
+  if (nh == 0) return plan;
+  plan.fill = {up[at(deepest, 0)].front(), reduced[at(deepest, 0)]};
+  std::vector<std::uint32_t> way_down;
+  std::uint32_t q = deepest;
+  for (; !is_root(q); q = static_cast<std::uint32_t>(tree[q].up)) {
+    plan.fill.push_back(net_up[at(q, 0)]);
+    way_down.push_back(net_down[at(q, 0)]);
+  }
+  plan.fill.push_back(stored[at(q, 0)]);
+  if (!way_down.empty()) {
+    plan.fill.insert(plan.fill.end(), way_down.rbegin(), way_down.rend());
+    plan.fill.push_back(stored[at(deepest, 0)]);
+  }
+  plan.fill.push_back(fan_out[at(deepest, 0)].front());
+  return plan;
+}
+
+CollectivePlan plan_collective(const CommLayout& layout, int c, CollOp op, Algo algo, int root) {
+  const CommChannel& ch = layout.channels[static_cast<std::size_t>(c) % layout.channels.size()];
+  if (op == CollOp::kAllReduce && algo == Algo::kNvlsTree) return plan_nvls_tree(layout, c);
   if (op == CollOp::kAllReduce && algo == Algo::kNvls)
     return plan_nvls(static_cast<std::uint32_t>(ch.ring.size()));
   if (op == CollOp::kAllReduce && algo == Algo::kTree) return plan_tree(ch);

@@ -38,6 +38,19 @@
 // halves of an NVLink transfer (GPU to switch, switch to GPU), so per loop every GPU sends
 // n + 1 chunks and receives n + 1: per byte of data (1 + 1/n) each way, against a ring's
 // 2 (n - 1) / n.
+//
+// NVLSTree (NVLS inside each server, trees across them; all_reduce.h RunWorkColl<...,
+// NCCL_ALGO_NVLS_TREE, ...>, connect.cc connectNvls): a server's heads are its GPUs with a NIC
+// of their own (search.cc: one NVLS graph channel per NIC), H of them; a loop is H chunks,
+// head h owning chunk h. Every GPU scatters its H chunks to its server's switch side of each
+// head (pseudo-rank N + s H + h for server s, N ranks), whose reduction goes to head h's
+// reduce lane (1). Head h of every server is a node of NCCL's double binary tree over the
+// servers (tree c mod 2, ncclGetDtree): its reduce lane adds its children's partial sums
+// (received over the network, through each head's own NIC) to the switch's and sends the sum
+// to its parent; the root's reduce lane instead stores the result through the switch
+// (multimem.st) and sends it to its children; a non-root head's broadcast lane (3) receives it
+// from the parent, stores it and passes it on. Gather (lane 2) as NVLS. Per loop each head's
+// NVLink carries H + 1 chunks each way, as NVLS; its NIC one chunk each way per tree edge.
 
 #include <cstdint>
 #include <span>
@@ -46,6 +59,14 @@
 #include "models/nccl/collective.hpp"
 
 namespace fabricsim {
+
+// NCCL's binary tree over n ranks (ncclGetBtree): parent and two children of `rank`, -1 for
+// none; nccl_dtree gives the second tree of the double binary tree (ncclGetDtree).
+struct TreeLinks {
+  int up = -1, down0 = -1, down1 = -1;
+};
+TreeLinks nccl_btree(int n, int rank);
+TreeLinks nccl_dtree(int n, int rank);
 
 struct PlanEdge {
   std::uint32_t from = 0, to = 0;  // ranks of the communicator (NVLS: or its NVSwitch)
@@ -66,7 +87,7 @@ struct PlanStep {
 };
 
 struct CollectivePlan {
-  enum class Shape { kRing, kChain, kTree, kNvls };
+  enum class Shape { kRing, kChain, kTree, kNvls, kNvlsTree };
   Shape shape = Shape::kRing;
   int lanes = 1;
   std::vector<std::uint32_t> order;  // ranks
@@ -87,8 +108,11 @@ struct CollectivePlan {
   }
   // Whether primitives move slices of a unit (ring, chain) or the whole unit (tree, NVLS).
   bool sliced() const { return shape == Shape::kRing || shape == Shape::kChain; }
-  // NVLS: ranks at or past this one are the NVSwitch's pseudo-ranks (else none).
+  // NVLS, NVLSTree: ranks at or past this one are the NVSwitches' pseudo-ranks (else none),
+  // and the heads per server (a loop's chunks).
   std::uint32_t switch_ranks_from = UINT32_MAX;
+  std::uint32_t heads = 0;
+  bool nvls() const { return shape == Shape::kNvls || shape == Shape::kNvlsTree; }
   // The units `bytes` of one channel are cut into (one chunker makes every cut).
   std::vector<std::uint64_t> units(const Chunker& chunker, std::uint64_t bytes) const;
   // Primitives the plan runs on `bytes` of one channel, counted without cutting them.
@@ -100,8 +124,14 @@ CollectivePlan plan_ring(const CommChannel& ch, CollOp op);
 CollectivePlan plan_chain(const CommChannel& ch, bool reduce, int root);
 CollectivePlan plan_tree(const CommChannel& ch);
 CollectivePlan plan_nvls(std::uint32_t ranks);
-// The plan NCCL runs for `op` with `algo` (Tree and NVLS only for AllReduce; Broadcast and
-// Reduce as chains; the rest as rings). Not for point-to-point operations.
-CollectivePlan plan_collective(const CommChannel& ch, CollOp op, Algo algo, int root);
+// Per server position (servers in the order of their first rank, NCCL's node index) its NVLS
+// heads: its ranks with a NIC of their own (the first rank on each NIC), the same number on
+// every server (the fewest any has). Empty unless every server has as many ranks.
+std::vector<std::vector<std::uint32_t>> nvls_tree_heads(const CommLayout& layout);
+CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel);
+// The plan NCCL runs for `op` with `algo` on channel c of `layout` (Tree, NVLS and NVLSTree
+// only for AllReduce; Broadcast and Reduce as chains; the rest as rings). Not for
+// point-to-point operations.
+CollectivePlan plan_collective(const CommLayout& layout, int c, CollOp op, Algo algo, int root);
 
 }  // namespace fabricsim

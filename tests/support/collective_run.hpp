@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "experiments/nccl_tests.hpp"
 #include "experiments/run.hpp"
 #include "fabric/fabric.hpp"
 #include "scenario/scenario.hpp"
@@ -34,6 +35,15 @@ inline double layer_bytes(const Fabric& f, std::string_view layer) {
     if (l.layer == layer) sum += static_cast<double>(l.bytes);
   });
   return sum;
+}
+
+// nccl-tests' row for one size on the scenario's cluster.
+inline NcclTestsRow nccl_tests_row(const Scenario& s, std::uint64_t bytes) {
+  const BuiltCluster c(s);
+  NcclTestsArgs a;
+  a.min_bytes = a.max_bytes = bytes;
+  const NcclTestsResult r = run_nccl_tests(s, c, a);
+  return r.rows.size() == 1 ? r.rows.front() : NcclTestsRow{};
 }
 
 struct CollectiveRun {

@@ -22,15 +22,6 @@ std::string dgx_h100(const std::string& extra = "") {
   return fixtures::one_dgx_h100(extra);
 }
 
-NcclTestsRow one_size(const Scenario& s, std::uint64_t bytes) {
-  const BuiltCluster c(s);
-  NcclTestsArgs a;
-  a.min_bytes = a.max_bytes = bytes;
-  const NcclTestsResult r = run_nccl_tests(s, c, a);
-  EXPECT_EQ(r.rows.size(), 1u);
-  return r.rows.empty() ? NcclTestsRow{} : r.rows.front();
-}
-
 }  // namespace
 
 TEST(Nvls, AllReduceOnOneDgxH100ApproachesTheInSwitchBound) {
@@ -45,7 +36,7 @@ TEST(Nvls, AllReduceOnOneDgxH100ApproachesTheInSwitchBound) {
   for (const char* fidelity : {"flow", "packet"}) {
     const Scenario s = load_scenario_text(
         dgx_h100(), "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
-    const NcclTestsRow row = one_size(s, 1ull << 30);
+    const NcclTestsRow row = fixtures::nccl_tests_row(s, 1ull << 30);
     EXPECT_EQ(row.algo, Algo::kNvls) << fidelity;
     EXPECT_EQ(row.proto, Proto::kSimple) << fidelity;
     EXPECT_EQ(row.channels, 16) << fidelity;  // NVLS_NCHANNELS_SM90
@@ -56,13 +47,13 @@ TEST(Nvls, AllReduceOnOneDgxH100ApproachesTheInSwitchBound) {
   // x 256/272 = 423.5 GB/s).
   const Scenario off = load_scenario_text(dgx_h100("[nccl]\nNCCL_NVLS_ENABLE = 0\n"), "t.toml",
                                           {.overrides = {"fidelity=\"flow\""}});
-  const NcclTestsRow ring = one_size(off, 1ull << 30);
+  const NcclTestsRow ring = fixtures::nccl_tests_row(off, 1ull << 30);
   EXPECT_EQ(ring.algo, Algo::kRing);
   EXPECT_LT(ring.busbw[0], 423.5);
   // A100 has no NVLS (nvlsEfficiency 0): the tuner never picks it there.
   const Scenario a100 = load_scenario_text(
       dgx_h100(), "t.toml", {.overrides = {"server.preset=\"dgx-a100\"", "fidelity=\"flow\""}});
-  EXPECT_EQ(one_size(a100, 1ull << 30).algo, Algo::kRing);
+  EXPECT_EQ(fixtures::nccl_tests_row(a100, 1ull << 30).algo, Algo::kRing);
 }
 
 TEST(Nvls, EachGpuSendsAndReceivesOnePlusOneOverNBytesPerByteOverItsNvLink) {
@@ -108,7 +99,7 @@ TEST(Nvls, PublishedSingleServerFiguresAreReproducedWithinTenPerCent) {
     const Scenario s = load_scenario_text(dgx_h100(), "t.toml", options);
     const auto size =
         static_cast<std::uint64_t>(parse_bytes(p["size"].value_or(std::string())).count());
-    const NcclTestsRow row = one_size(s, size);
+    const NcclTestsRow row = fixtures::nccl_tests_row(s, size);
     const double published = p["busbw_gbs"].value_or(0.0);
     EXPECT_EQ(row.algo, Algo::kNvls) << p["hardware"].value_or("");
     EXPECT_NEAR(row.busbw[0], published, 0.1 * published)
@@ -122,12 +113,12 @@ TEST(Nvls, NamingNvlsWhereItDoesNotApplySaysSoAndRunsRing) {
   const std::string nvls = "[nccl]\nNCCL_ALGO = \"NVLS\"\n";
   const Scenario one =
       load_scenario_text(dgx_h100(nvls), "t.toml", {.overrides = {"fidelity=\"flow\""}});
-  const NcclTestsRow r1 = one_size(one, 64 << 20);
+  const NcclTestsRow r1 = fixtures::nccl_tests_row(one, 64 << 20);
   EXPECT_EQ(r1.algo, Algo::kNvls);
   EXPECT_FALSE(r1.tuner_fallback);
   const Scenario two = load_scenario_text(dgx_h100(nvls), "t.toml",
                                           {.overrides = {"fidelity=\"flow\"", "server.count=2"}});
-  const NcclTestsRow r2 = one_size(two, 64 << 20);
+  const NcclTestsRow r2 = fixtures::nccl_tests_row(two, 64 << 20);
   EXPECT_EQ(r2.algo, Algo::kRing);
   EXPECT_TRUE(r2.tuner_fallback);
 }
@@ -140,6 +131,6 @@ TEST(Nvls, WithoutTheServersInsideModelledThereIsNoNvls) {
     const Scenario s = load_scenario_text(
         dgx_h100(), "t.toml",
         {.overrides = {fmt::format("fidelity=\"{}\"", fidelity), "server.host_side=false"}});
-    EXPECT_EQ(one_size(s, 16 << 20).algo, Algo::kRing) << fidelity;
+    EXPECT_EQ(fixtures::nccl_tests_row(s, 16 << 20).algo, Algo::kRing) << fidelity;
   }
 }
