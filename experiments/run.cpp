@@ -76,6 +76,7 @@ CommunicatorOptions communicator_options(const Scenario& s) {
   o.channels_per_net_peer = s.nccl.channels_per_net_peer;
   o.server_list = s.nccl.server_list;
   o.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
+  o.sm_version = s.gpu.sm_version;
   o.host_side = s.network.host_side;
   return o;
 }

@@ -150,7 +150,20 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
   std::size_t nics = std::numeric_limits<std::size_t>::max();
   for (const int s : servers) nics = std::min(nics, local_nics[s].size());
   int channels = 2 * static_cast<int>(nics);
-  if (layout.servers == 1 && nvlink_gbs > 0) {
+  layout.bw_intra_gbs = nvlink_gbs > 0 ? opt.channel_gbs : 12;
+  if (layout.servers == 1 && layout.nvswitch) {
+    // NCCL's ring search over the switches, on NCCL's per-link figure (not the links' raw
+    // rate): 12 x 30 GB/s on a DGX H100, 8 x 20 on an H800, 12 x 20 on a DGX A100, 16 x 45 on
+    // a DGX B200; the communicator runs twice the graph's channels. Per communicator channel
+    // the tuner's bandwidth is then half the graph's, so that channels x bw_intra is NCCL's
+    // nChannels x bwIntra.
+    const RingGraph ring =
+        nvswitch_ring_graph(layout.nvlink_links * opt.channel_gbs, opt.sm_version);
+    if (ring.channels > 0) {
+      channels = 2 * ring.channels;
+      layout.bw_intra_gbs = ring.bw_gbs / 2;
+    }
+  } else if (layout.servers == 1 && nvlink_gbs > 0) {
     channels = static_cast<int>(std::ceil(nvlink_gbs / opt.channel_gbs));
     channels += channels % 2;
   }
@@ -158,7 +171,6 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
   double nic_gbs = 0;
   for (std::uint32_t e : local_nics[servers.front()])
     nic_gbs += static_cast<double>(g[routing.endpoint_link(e)].rate.bps()) / 8e9;
-  layout.bw_intra_gbs = nvlink_gbs > 0 ? opt.channel_gbs : 12;
   layout.bw_inter_gbs = nic_gbs / channels;
   if (!layout.ranks.empty())
     layout.nic_gbs =

@@ -35,7 +35,8 @@ struct CommunicatorOptions {
   std::vector<int> gpus;  // explicit GPU ordinals instead, in ordinal order
   ServerOrder server_order = ServerOrder::kHostfile;
   std::vector<int> server_list;  // with kList: server indices in ring order
-  double channel_gbs = 20;       // NCCL's per-channel NVLink bandwidth (GPU model)
+  double channel_gbs = 20;       // NCCL's per-link NVLink figure (GPU model, topo.h)
+  int sm_version = 80;           // the GPU's compute capability: NCCL's search speed steps
   // NCCL_CROSS_NIC: 0 rings enter and leave a server through the same NIC; 1 they may leave
   // through another; 2 (NCCL's default, search.cc NCCL_PARAM(CrossNic, .., 2)) as 0 when that
   // finds full-bandwidth rings, which it does on every server this model builds.

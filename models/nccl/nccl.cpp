@@ -442,21 +442,61 @@ int channels_for_size(int channels, Proto proto, std::uint64_t bytes) {
   return nc;
 }
 
-double nvls_graph_bw_gbs(double nvlink_gbs, int nranks, int sm_version) {
-  // search.cc speedArrayIntra, sm90SpeedArrayIntra, sm100SpeedArrayIntra.
+namespace {
+
+// search.cc speedArrayIntra, sm90SpeedArrayIntra, sm100SpeedArrayIntra (one server).
+std::span<const double> intra_speeds(int sm_version) {
   static constexpr double kSm100[] = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0,
                                       40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
   static constexpr double kSm90[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0,
                                      15.0, 12.0, 11.0, 6.0,  3.0};
   static constexpr double kOlder[] = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0,
                                       9.0,  7.0,  6.0,  5.0,  4.0,  3.0};
+  return sm_version >= 100  ? std::span<const double>(kSm100)
+         : sm_version >= 90 ? std::span<const double>(kSm90)
+                            : std::span<const double>(kOlder);
+}
+
+}  // namespace
+
+double nvls_graph_bw_gbs(double nvlink_gbs, int nranks, int sm_version) {
   const double fit = nvlink_gbs / (nranks + 1);
-  const std::span<const double> steps = sm_version >= 100  ? std::span<const double>(kSm100)
-                                        : sm_version >= 90 ? std::span<const double>(kSm90)
-                                                           : std::span<const double>(kOlder);
-  for (const double bw : steps)
+  for (const double bw : intra_speeds(sm_version))
     if (bw <= fit) return bw;
   return 0;
+}
+
+RingGraph nvswitch_ring_graph(double nvlink_gbs, int sm_version) {
+  constexpr int kMaxChannels = 32;  // init.cc: ringGraph.maxChannels = MAXCHANNELS / 2
+  const std::span<const double> speeds = intra_speeds(sm_version);
+  // Rings of speed s that fit (the search subtracts in thousandths: SUB_ROUND).
+  const auto fit = [&](double s) {
+    return std::min(kMaxChannels, static_cast<int>(std::floor(nvlink_gbs / s + 1e-9)));
+  };
+  std::size_t i = 0;
+  while (i + 1 < speeds.size() && speeds[i] > nvlink_gbs) ++i;
+  RingGraph g;
+  for (;; ++i) {  // pass 1
+    const int n = fit(speeds[i]);
+    if (n >= 1 && n * speeds[i] > g.channels * g.bw_gbs) g = {n, speeds[i]};
+    if (g.channels == kMaxChannels || g.channels * g.bw_gbs >= nvlink_gbs) break;
+    if (i + 1 >= speeds.size() || (g.channels > 0 && speeds[i + 1] / g.bw_gbs <= 0.49)) break;
+  }
+  if (g.channels == 0) return g;
+  // ncclTopoDupChannels.
+  if (g.bw_gbs >= 25.0 && !(sm_version > 80 && g.bw_gbs < 50.0 && g.channels > 4)) {
+    const int dup = std::min(2 * g.channels, kMaxChannels);
+    g.bw_gbs /= (dup + g.channels - 1) / g.channels;
+    g.channels = dup;
+  }
+  // Pass 2: the speed steps above, one at a time, each needing the channels found so far.
+  const int min_channels = g.channels;
+  for (std::size_t k = speeds.size(); k-- > 0;) {
+    const double s = speeds[k];
+    if (s <= g.bw_gbs) continue;
+    if (const int n = fit(s); n >= min_channels && n * s > g.channels * g.bw_gbs) g = {n, s};
+  }
+  return g;
 }
 
 NvlsTreeGraphBw nvls_tree_graph_bw(double nvlink_gbs, int heads, double nic_gbs, int sm_version) {

@@ -255,6 +255,22 @@ double tuner_time_us(const TunerInput& in, Algo algo, Proto proto);
 // (sm90SpeedArrayIntra, speedArrayIntra before Hopper) with (nranks + 1) x bw <= nvlink_gbs
 // (the GPU's NVLink links x NCCL's per-link figure).
 double nvls_graph_bw_gbs(double nvlink_gbs, int nranks, int sm_version);
+// NCCL's ring graph on one server whose GPUs all reach each other through NVSwitches
+// (search.cc ncclTopoCompute, system->inter 0). A ring at speed s takes s of every GPU's link to
+// the switches each way, so floor(nvlink_gbs / s) rings fit (nvlink_gbs: the GPU's NVLink links
+// x NCCL's per-link figure, topo.h SMxx_NVLINK_BW). Pass 1 starts at the largest intra speed
+// step <= nvlink_gbs and steps down while the next step is above 0.49 x the best found, keeping
+// the most channels x speed (the first of equals: fewer hops), and stops when a solution uses
+// the whole link or reaches the graph's 32 channels (init.cc MAXCHANNELS / 2).
+// ncclTopoDupChannels then doubles the channels and halves the speed where speed >= 25 GB/s
+// (not on sm > 80 below 50 GB/s with more than 4 channels); pass 2 raises the speed while the
+// doubled count still fits. The communicator runs twice the graph's channels (connect.cc
+// ncclTopoPostset); the tuner multiplies the graph's count by its speed.
+struct RingGraph {
+  int channels = 0;   // the graph's, half the communicator's
+  double bw_gbs = 0;  // per graph channel (bwIntra = bwInter)
+};
+RingGraph nvswitch_ring_graph(double nvlink_gbs, int sm_version);
 // The NVLS graph NCCL's search finds across servers (search.cc, system->inter set): one channel
 // per head, a GPU with a NIC of its own, so `heads` channels; the inter-node speed steps
 // (sm90SpeedArrayInter, sm100SpeedArrayInter) for both sides. bwIntra: the largest step with

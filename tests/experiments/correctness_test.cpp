@@ -366,9 +366,10 @@ message_size = "4MiB"
 
 TEST(Correctness, SendRecvUsesNcclsP2pChannelsAndReachesTheNvlinkRate) {
   // One DGX A100: NCCL gives a peer over NVSwitch 2 x 12 links = 24 channels, rounded up to 32
-  // and capped at the communicator's 16 channels rounded up (16). sendrecv_perf then moves
-  // 16 blocks' worth (16 x 20 GB/s) and is bounded by NVLink: 12 x 25 GB/s of which
-  // 256 / 272 is payload, 282 GB/s. The bug ran one block: 17.7 GB/s.
+  // and capped at the communicator's 24 channels (NCCL's ring search: 12 x 20 GB/s, doubled)
+  // rounded up (32). sendrecv_perf then moves 32 blocks' worth (32 x 20 GB/s) and is bounded
+  // by NVLink: 12 x 25 GB/s of which 256 / 272 is payload, 282 GB/s. The bug ran one block:
+  // 17.7 GB/s.
   const std::string one_a100 = R"(
 [server]
 preset = "dgx-a100"
@@ -381,7 +382,7 @@ link_rate = "200Gbps"
   const BuiltCluster c(s);
   CommunicatorOptions o;
   o.channel_gbs = 20;
-  EXPECT_EQ(build_communicator(c.topology, c.routing, o).p2p_channels, 16);
+  EXPECT_EQ(build_communicator(c.topology, c.routing, o).p2p_channels, 32);
   NcclTestsArgs a;
   a.op = CollOp::kSendRecv;
   a.binary = "sendrecv_perf";
@@ -394,7 +395,7 @@ link_rate = "200Gbps"
     const double nvlink_payload = 300 * 256.0 / 272;
     EXPECT_GT(r.rows[0].busbw[0], 0.9 * nvlink_payload) << fidelity;
     EXPECT_LE(r.rows[0].busbw[0], nvlink_payload * 1.001) << fidelity;
-    EXPECT_EQ(r.rows[0].channels, 16);
+    EXPECT_EQ(r.rows[0].channels, 32);
   }
   // Two DGX H100 across NDR: the network peers set it, max(1 NIC, ceil(50 / 14)) = 4; 16 ranks
   // need ceil(16 / 8) = 2 rounds, 4 x 2 <= 16 p2p channels, so 4 stays. NCCL_NCHANNELS_PER_NET_PEER

@@ -326,3 +326,33 @@ TEST(Collectives, OverlappingComputeLosesTheSmsAndBandwidthTheCollectiveTakes) {
   EXPECT_EQ(gpu_preset("h200").sms, 132);
   EXPECT_THROW(gpu_preset("v100"), std::invalid_argument);
 }
+
+TEST(Collectives, RingGraphOnNvSwitchServersFollowsNcclsSearch) {
+  // search.cc on one server through NVSwitches, nvlink_gbs = links x NCCL's per-link figure:
+  // at speed s floor(nvlink_gbs / s) rings fit; pass 1 keeps the most channels x speed while
+  // the next speed step is above 0.49 x the best, DupChannels doubles and halves at >= 25 GB/s
+  // (not on sm > 80 below 50 GB/s with more than 4 channels), pass 2 raises the speed.
+  //   DGX H100, 18 x 20.6 = 370.8: 60 -> 6 (360), 50 -> 7, 40 -> 9, 30 -> 12 (all <= 360),
+  //     stop at 24 (0.4 x 60); dup: 12 x 30; 40 fits only 9: stays 12 x 30.
+  //   H800, 8 x 20.6 = 164.8: 60 -> 2, 50 -> 3, 40 -> 4 (160), 30 -> 5, 24 -> 6, 20 -> 8
+  //     (160, not more), stop at 15; dup (4 channels, not more than 4): 8 x 20.
+  //   DGX A100, 12 x 20 = 240 (sm 80 steps): 40 -> 6 = 240 uses the whole link; dup: 12 x 20.
+  //   DGX B200, 18 x 40.1 = 721.8: 90 -> 8 (720), nothing more; dup: 16 x 45.
+  struct Case {
+    double nvlink_gbs;
+    int sm;
+    int channels;
+    double bw;
+  };
+  for (const Case c : {Case{18 * 20.6, 90, 12, 30.0}, Case{8 * 20.6, 90, 8, 20.0},
+                       Case{12 * 20.0, 80, 12, 20.0}, Case{18 * 40.1, 100, 16, 45.0}}) {
+    const RingGraph g = nvswitch_ring_graph(c.nvlink_gbs, c.sm);
+    EXPECT_EQ(g.channels, c.channels) << c.nvlink_gbs;
+    EXPECT_DOUBLE_EQ(g.bw_gbs, c.bw) << c.nvlink_gbs;
+  }
+  // A slow switch link: 4 x 20.6 = 82.4: 60 -> 1, 50 -> 1, 40 -> 2 (80), 30 -> 2, 24 -> 3,
+  // 20 -> 4 (80), stop at 15 (0.375 x 40); dup (2 channels): 4 x 20.
+  const RingGraph slow = nvswitch_ring_graph(4 * 20.6, 90);
+  EXPECT_EQ(slow.channels, 4);
+  EXPECT_DOUBLE_EQ(slow.bw_gbs, 20.0);
+}
