@@ -46,10 +46,11 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
     if (g[*v].kind == NodeKind::kNic) ++nics_per_server[g[*v].server];
   }
   for (const auto& [key, v] : gpus) gpus_.push_back(v);
-  engines_.assign(topo.endpoints().size(), SendEngine(params.nic));
-  for (const Vertex nic : topo.endpoints()) {
+  engines_.assign(topo.fabric_endpoint_count(), SendEngine(params.nic));
+  for (std::size_t e = 0; e < topo.fabric_endpoint_count(); ++e) {
+    const Vertex nic = topo.fabric_endpoint(e);
     const NodeInfo& n = g[nic];
-    if (gpus.empty() || !params.host_side) {
+    if (gpus.empty() || !params.host_side || n.kind == NodeKind::kAggregator) {
       paired_.push_back(nic);
       continue;
     }
@@ -69,7 +70,8 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
       port_res_[{s, p}] = res;
     }
   }
-  for (const Vertex nic : topo.endpoints()) {
+  for (std::size_t e = 0; e < topo.fabric_endpoint_count(); ++e) {
+    const Vertex nic = topo.fabric_endpoint(e);
     rx_payload_.push_back(&sim.probes().counter(g[nic].name + ".rx_payload_bytes"));
     rx_messages_.push_back(&sim.probes().counter(g[nic].name + ".rx_messages"));
   }
@@ -185,7 +187,8 @@ bool FlowNetwork::inside_server(const Message& m) const {
   if (m.src_gpu == Message::kNvSwitch || m.dst_gpu == Message::kNvSwitch) return true;
   const auto& g = topo_.graph();
   const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
-  return g[src_gpu].server == g[dst_gpu].server && src_gpu != dst_gpu;
+  // Aggregation nodes (server -1) are in no server.
+  return g[src_gpu].server == g[dst_gpu].server && g[src_gpu].server >= 0 && src_gpu != dst_gpu;
 }
 
 FlowNetwork::Route FlowNetwork::route_of(const Message& m) {
@@ -319,7 +322,7 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
     add_pcie_path(r, src_gpu, dst_gpu, unit);
     return r;
   }
-  const Vertex src_nic = topo_.endpoints()[m.src], dst_nic = topo_.endpoints()[m.dst];
+  const Vertex src_nic = topo_.fabric_endpoint(m.src), dst_nic = topo_.fabric_endpoint(m.dst);
   const auto host_leg = [&](Vertex gpu, Vertex nic, bool to_nic) {
     // GPUDirect when the pair's PCIe path crosses at most gdr_level CPUs; else staged through
     // host memory on the NIC's socket.
@@ -358,7 +361,8 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
     }
     stage_in_host_memory(r, from, nic_socket_cpu(g, nic), to, unit);
   };
-  if (host) host_leg(src_gpu, src_nic, true);
+  // An aggregation node (SHARP) has no host side: its data starts and ends in the switch.
+  if (host && g[src_nic].kind != NodeKind::kAggregator) host_leg(src_gpu, src_nic, true);
   if (m.src != m.dst) {
     // The network path the packet model's ECMP picks for this queue pair's data.
     const Bytes header = params_.nic.format.header;
@@ -388,7 +392,7 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
       s = switch_of_vertex_.at(port.peer);
     }
   }
-  if (host) host_leg(dst_gpu, dst_nic, false);
+  if (host && g[dst_nic].kind != NodeKind::kAggregator) host_leg(dst_gpu, dst_nic, false);
   return r;
 }
 

@@ -203,6 +203,8 @@ bool HostFabric::transfer_local(std::uint64_t id) {
     }
     return true;
   }
+  // To or from an aggregation node (SHARP, ids after the hosts): through the network.
+  if (m.src >= gpu_of_.size() || m.dst >= gpu_of_.size()) return false;
   const Vertex from = source_gpu(m), to = destination_gpu(m);
   if (from == to || g[from].server != g[to].server) return false;
   const GpuPath gpu_path = params_.gpu_path(g, from, to);

@@ -35,7 +35,7 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
     }
   std::vector<std::int32_t> endpoint_of_vertex(boost::num_vertices(g), -1);
   for (std::size_t e = 0; e < routing.endpoint_count(); ++e) {
-    endpoint_of_vertex[topo.endpoints()[e]] = static_cast<std::int32_t>(e);
+    endpoint_of_vertex[topo.fabric_endpoint(e)] = static_cast<std::int32_t>(e);
     const LinkInfo& link = g[routing.endpoint_link(e)];
     const PortConfig port{.rate = link.rate,
                           .latency = link.latency + params.switch_latency,
@@ -43,7 +43,7 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
                           .vl_credits = receive_buffer[routing.endpoint_switch(e)]};
     nics_.push_back(std::make_unique<RdmaNic>(sim, pool_, messages_, qps_, errors_,
                                               static_cast<std::uint32_t>(e),
-                                              g[topo.endpoints()[e]].name, params.nic, port));
+                                              g[topo.fabric_endpoint(e)].name, params.nic, port));
   }
   // Both directions of every cable: (switch, port) at each end, keyed by the link's properties.
   std::map<const LinkInfo*, std::vector<std::pair<std::size_t, PortIndex>>> ends;

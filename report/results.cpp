@@ -308,6 +308,8 @@ std::string topology_report(const Scenario& scenario, const TopologySummary& t) 
   out += fmt::format(
       "  network switches: {} ({}, {} ports, {})\n", t.switches, to_string(c.fabric.technology),
       ports > 0 ? fmt::format("{}", ports) : "unlimited", to_string(c.fabric.link_rate));
+  if (t.aggregators > 0)
+    out += fmt::format("    SHARP aggregation nodes: {} (one per switch)\n", t.aggregators);
   for (const auto& tier : t.tiers)
     out += fmt::format(
         "    tier {} {:<8} {:>6} switches  down {:>9.0f} Gb/s  up {:>9.0f} Gb/s  {}\n", tier.tier,
@@ -370,6 +372,7 @@ std::string topology_json(const Scenario& scenario, const TopologySummary& t) {
       {"pcie_switches", t.pcie_switches},
       {"cpus", t.cpus},
       {"switches", t.switches},
+      {"sharp_aggregators", t.aggregators},
       {"tiers", std::move(tiers)},
       {"links", t.links},
       {"host_cables", t.host_cables},

@@ -485,9 +485,14 @@ void read_switch(Keys& sw, Scenario& s) {
       sw.error(
           "pfc",
           "PFC does not apply to fabric.technology = \"infiniband\" (credit-based flow control)");
+    s.cluster.fabric.sharp = sw.boolean("sharp");
+    s.cluster.fabric.sharp_rate = sw.bandwidth("sharp_rate");
   } else {
     sw.not_applicable({"vl_buffer"},
                       "credit-based flow control is for fabric.technology = \"infiniband\"");
+    sw.not_applicable({"sharp", "sharp_rate"},
+                      "in-network aggregation (SHARP) is an InfiniBand switch's: it needs "
+                      "fabric.technology = \"infiniband\"");
   }
   b.lossless = priority_mask(sw.integer_list("lossless_priorities"));
   b.pause_quanta = static_cast<std::uint16_t>(sw.integer("pause_quanta"));

@@ -681,6 +681,22 @@ void add_switch(std::vector<KeySpec>& k) {
                .type = T::kSize,
                .fallback = Bytes(3072),
                .doc = "XON when shared use + offset ≤ threshold"});
+  k.push_back({.path = "switch.sharp",
+               .type = T::kBoolean,
+               .fallback = false,
+               .doc =
+                   "InfiniBand only: every switch can aggregate in the network (NVIDIA SHARP: "
+                   "Quantum HDR and later). Each switch gets an aggregation node, a fabric "
+                   "endpoint named `<switch>.sharp` behind an internal port of `sharp_rate`, for "
+                   "CollNet's in-network reductions (not run yet: collectives do not use "
+                   "them so far); host traffic is routed as without it"});
+  k.push_back({.path = "switch.sharp_rate",
+               .type = T::kBandwidth,
+               .fallback = Bandwidth{},
+               .note = "(every port)",
+               .doc = "how fast a switch's aggregation node takes in and sends out data, per "
+                      "direction; 0: its ports' line rates together (streaming aggregation at "
+                      "line rate on every port, SHARP v2/v3)"});
   k.push_back({.path = "switch.pfc",
                .type = T::kBoolean,
                .fallback = false,

@@ -82,6 +82,9 @@ TopologySummary analyse(const Topology& topo, const Routing& routing, const Anal
       case NodeKind::kSwitch:
         ++s.switches;
         break;
+      case NodeKind::kAggregator:  // inside its switch: no port, cable or tier bandwidth
+        ++s.aggregators;
+        break;
     }
   }
   std::map<int, TierSummary> tiers;
@@ -93,6 +96,7 @@ TopologySummary analyse(const Topology& topo, const Routing& routing, const Anal
     ++t.switches;
     for (const auto& p : routing.ports(sw)) {
       const NodeInfo& peer = g[p.peer];
+      if (peer.kind == NodeKind::kAggregator) continue;
       const double gbps = g[p.edge].rate.gbps();
       if (peer.kind != NodeKind::kSwitch || peer.tier < info.tier)
         t.down_gbps += gbps;
@@ -107,6 +111,9 @@ TopologySummary analyse(const Topology& topo, const Routing& routing, const Anal
     ++s.links;
     const LinkInfo& l = g[*it];
     if (l.kind != LinkKind::kNetwork) continue;
+    if (g[boost::source(*it, g)].kind == NodeKind::kAggregator ||
+        g[boost::target(*it, g)].kind == NodeKind::kAggregator)
+      continue;  // a switch's internal port
     const bool host = g[boost::source(*it, g)].kind != NodeKind::kSwitch ||
                       g[boost::target(*it, g)].kind != NodeKind::kSwitch;
     (host ? s.host_cables : s.fabric_cables) += 1;

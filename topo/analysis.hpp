@@ -40,6 +40,7 @@ struct TierCut {
 struct TopologySummary {
   int servers = 0, gpus = 0, nics = 0, nvswitches = 0, pcie_switches = 0, cpus = 0;
   int switches = 0;
+  int aggregators = 0;  // SHARP aggregation nodes (one per switch that can aggregate)
   std::vector<TierSummary> tiers;
   int links = 0;          // all edges, in-server included
   int host_cables = 0;    // endpoint <-> switch

@@ -156,6 +156,25 @@ void build_fat_tree(Builder& b, const FabricSpec& f, const FatTreeSpec& tree,
   for (std::size_t e = 0; e < eps.size(); ++e) b.host_link(eps[e], edges[e / half]);
 }
 
+// One aggregation node per switch (SHARP's aggregation node in the switch ASIC): a fabric
+// endpoint hanging off its switch by an internal port, no cable. Its rate is what the switch
+// can take in and send out for reductions: by default every port at line rate at once (SHARP
+// v2/v3 streaming aggregation runs at line rate per port), as the node receives a child's data
+// on one port while it sends the partial result up another.
+void add_aggregators(Topology& topo, const FabricSpec& f) {
+  auto& g = topo.graph();
+  const std::vector<Vertex> switches = topo.switches();  // add_node may grow the list's vector
+  for (const Vertex sw : switches) {
+    Bandwidth::rep ports = 0;
+    for (auto [e, end] = boost::out_edges(sw, g); e != end; ++e) ports += g[*e].rate.bps();
+    const Bandwidth rate = f.sharp_rate.bps() > 0 ? f.sharp_rate : Bandwidth::from_bps(ports);
+    const NodeInfo s = g[sw];
+    const Vertex agg =
+        topo.add_node({NodeKind::kAggregator, s.name + ".sharp", -1, s.index, s.tier, 0, 0});
+    topo.add_link(agg, sw, {LinkKind::kNetwork, rate, Time::zero(), 1, 0});
+  }
+}
+
 }  // namespace
 
 std::vector<Vertex> placement_order(const Topology& topo, const ClusterSpec& spec) {
@@ -198,6 +217,7 @@ Topology build_cluster(const ClusterSpec& spec) {
         if constexpr (std::is_same_v<S, FatTreeSpec>) build_fat_tree(b, f, shape, eps);
       },
       f.shape);
+  if (f.sharp) add_aggregators(topo, f);
   return topo;
 }
 

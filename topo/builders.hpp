@@ -61,6 +61,10 @@ struct FabricSpec {
   double fabric_cable_m = 30;  // switch <-> switch cable length
   Time propagation_per_m = Time::from_ps(5'000);  // ~0.67c in fibre or copper
   bool rail_optimized = false;
+  // In-network aggregation (InfiniBand SHARP): every switch gets an aggregation node, a fabric
+  // endpoint behind an internal port of `sharp_rate` (0: the switch's port rates together).
+  bool sharp = false;
+  Bandwidth sharp_rate{};
   FabricKind kind() const { return static_cast<FabricKind>(shape.index()); }
 };
 

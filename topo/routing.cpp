@@ -48,7 +48,9 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
       if (index_of[r.ports_[s][p].peer] < 0)
         port_to_endpoint[r.ports_[s][p].peer] = checked_narrow<PortIndex>(p, "switch port index");
   r.leaf_of_switch_.assign(S, -1);
-  for (const Vertex ep : topo.endpoints()) {
+  // Every fabric endpoint: the hosts' NICs, then the switches' aggregation nodes (SHARP).
+  for (std::size_t e = 0; e < topo.fabric_endpoint_count(); ++e) {
+    const Vertex ep = topo.fabric_endpoint(e);
     bool found = false;
     for (auto [it, end] = boost::out_edges(ep, g); it != end; ++it) {
       if (g[*it].kind != LinkKind::kNetwork) continue;
@@ -64,15 +66,20 @@ Routing Routing::compute(const Topology& topo, std::uint64_t seed) {
     if (!found) throw FabricError(fmt::format("endpoint {} has no link to the fabric", g[ep].name));
   }
 
-  // Tree ranks: leaf offsets in leaf order, then each endpoint's position under its leaf.
+  // Tree ranks: leaf offsets in leaf order, then each endpoint's position under its leaf. The
+  // hosts' ranks alone (aggregation nodes numbered after them): a SHARP-capable fabric routes
+  // host traffic as the same fabric without SHARP does.
   {
+    const std::size_t hosts = topo.endpoints().size();
     std::vector<std::uint32_t> next(r.leaves_ + 1, 0);
-    for (const auto sw : r.endpoint_switch_)
-      ++next[static_cast<std::size_t>(r.leaf_of_switch_[sw]) + 1];
+    for (std::size_t e = 0; e < hosts; ++e)
+      ++next[static_cast<std::size_t>(r.leaf_of_switch_[r.endpoint_switch_[e]]) + 1];
     for (std::size_t l = 1; l <= r.leaves_; ++l) next[l] += next[l - 1];
     r.tree_rank_.reserve(r.endpoint_switch_.size());
-    for (const auto sw : r.endpoint_switch_)
-      r.tree_rank_.push_back(next[static_cast<std::size_t>(r.leaf_of_switch_[sw])]++);
+    for (std::size_t e = 0; e < r.endpoint_switch_.size(); ++e)
+      r.tree_rank_.push_back(
+          e < hosts ? next[static_cast<std::size_t>(r.leaf_of_switch_[r.endpoint_switch_[e]])]++
+                    : static_cast<std::uint32_t>(e));
   }
   r.switch_index_ = index_of;
   const std::size_t L = r.leaves_;

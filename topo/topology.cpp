@@ -26,6 +26,8 @@ std::string_view to_string(NodeKind k) {
       return "nic";
     case NodeKind::kSwitch:
       return "switch";
+    case NodeKind::kAggregator:
+      return "aggregator";
   }
   return "?";
 }
@@ -56,15 +58,17 @@ std::string_view link_layer(const TopologyGraph& g, Vertex from, Vertex to, Link
       break;
   }
   const NodeInfo& n = g[from];
+  if (n.kind == NodeKind::kAggregator || g[to].kind == NodeKind::kAggregator) return "SHARP";
   if (n.kind != NodeKind::kSwitch) return "NIC";
   if (n.tier <= 1) return g[to].kind == NodeKind::kSwitch ? "leaf uplink" : "leaf downlink";
   return n.tier == 2 ? "spine" : "core";
 }
 
 Vertex Topology::add_node(NodeInfo info) {
-  const bool is_switch = info.kind == NodeKind::kSwitch;
+  const NodeKind kind = info.kind;
   const Vertex v = boost::add_vertex(std::move(info), g_);
-  if (is_switch) switches_.push_back(v);
+  if (kind == NodeKind::kSwitch) switches_.push_back(v);
+  if (kind == NodeKind::kAggregator) aggregators_.push_back(v);
   return v;
 }
 

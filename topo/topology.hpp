@@ -16,7 +16,17 @@
 
 namespace fabricsim {
 
-enum class NodeKind : std::uint8_t { kGpu, kNvSwitch, kPcieSwitch, kCpu, kNic, kSwitch };
+// kAggregator: a network switch's in-network reduction engine (InfiniBand SHARP's aggregation
+// node), an endpoint of the fabric hanging off its switch by one internal link.
+enum class NodeKind : std::uint8_t {
+  kGpu,
+  kNvSwitch,
+  kPcieSwitch,
+  kCpu,
+  kNic,
+  kSwitch,
+  kAggregator
+};
 enum class LinkKind : std::uint8_t { kNvLink, kPcie, kInterSocket, kNetwork };
 
 std::string_view to_string(NodeKind k);
@@ -70,6 +80,13 @@ class Topology {
   const std::vector<Vertex>& endpoints() const { return endpoints_; }
   void add_endpoint(Vertex v) { endpoints_.push_back(v); }
   const std::vector<Vertex>& switches() const { return switches_; }
+  // Aggregation nodes (NodeKind::kAggregator), one per SHARP-capable switch, in switch order.
+  const std::vector<Vertex>& aggregators() const { return aggregators_; }
+  // What the fabrics address: the endpoints (ids 0 .. endpoints - 1), then the aggregators.
+  std::size_t fabric_endpoint_count() const { return endpoints_.size() + aggregators_.size(); }
+  Vertex fabric_endpoint(std::size_t e) const {
+    return e < endpoints_.size() ? endpoints_[e] : aggregators_[e - endpoints_.size()];
+  }
   std::size_t servers() const { return servers_; }
   void set_servers(std::size_t n) { servers_ = n; }
 
@@ -77,6 +94,7 @@ class Topology {
   TopologyGraph g_;
   std::vector<Vertex> endpoints_;
   std::vector<Vertex> switches_;
+  std::vector<Vertex> aggregators_;
   std::size_t servers_ = 0;
 };
 
