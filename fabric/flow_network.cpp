@@ -18,6 +18,25 @@ double payload_share(Bytes unit, Bytes overhead_per_unit) {
   return u / (u + static_cast<double>(overhead_per_unit.count()));
 }
 
+// A GPU's NVLink bundle: its links' rates together (only those to NVSwitches with
+// `switches_only`), and one link's rate and latency (all alike in the servers built here).
+struct NvLinkBundle {
+  Bandwidth::rep total = 0;
+  Bandwidth link{};
+  Time latency{};
+};
+NvLinkBundle nvlink_bundle(const TopologyGraph& g, Vertex gpu, bool switches_only) {
+  NvLinkBundle b;
+  for (auto [e, end] = boost::out_edges(gpu, g); e != end; ++e) {
+    if (g[*e].kind != LinkKind::kNvLink) continue;
+    if (switches_only && g[boost::target(*e, g)].kind != NodeKind::kNvSwitch) continue;
+    b.total += g[*e].rate.bps();
+    b.link = g[*e].rate;
+    b.latency = g[*e].latency;
+  }
+  return b;
+}
+
 }  // namespace
 
 FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& routing,
@@ -264,15 +283,11 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
     // one hop's latency.
     const bool up = m.dst_gpu == Message::kNvSwitch;
     const Vertex gpu = up ? gpu_vertex(m.src, m.src_gpu) : gpu_vertex(m.dst, m.dst_gpu);
-    Bandwidth::rep total = 0;
-    for (auto [e, end] = boost::out_edges(gpu, g); e != end; ++e)
-      if (g[*e].kind == LinkKind::kNvLink && g[boost::target(*e, g)].kind == NodeKind::kNvSwitch) {
-        total += g[*e].rate.bps();
-        r.latency = g[*e].latency;
-      }
-    if (total == 0)
+    const NvLinkBundle bundle = nvlink_bundle(g, gpu, true);
+    if (bundle.total == 0)
       throw std::logic_error(fmt::format("{} has no NVLink to an NVSwitch", g[gpu].name));
-    r.resources.push_back(nvlink_resource(gpu, up, total));
+    r.latency = bundle.latency;
+    r.resources.push_back(nvlink_resource(gpu, up, bundle.total));
     return r;
   }
   const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
@@ -330,25 +345,18 @@ FlowNetwork::Route FlowNetwork::route_hops(const Message& m, const Units& unit) 
     // PXN (HostFabricParams::nic_gpu): over NVLink to the GPU under the NIC's switch, then
     // PCIe from there; the NVLink leg counts on both GPUs' NVLink bundles, as at packet level.
     if (const Vertex via = params_.host.nic_gpu(g, gpu, nic, to_nic); via != gpu) {
-      Bandwidth plane{};
-      Bandwidth::rep total = 0;
-      Time hop_latency{};
-      for (auto [e, end] = boost::out_edges(gpu, g); e != end; ++e)
-        if (g[*e].kind == LinkKind::kNvLink) {
-          total += g[*e].rate.bps();
-          plane = g[*e].rate;
-          hop_latency = g[*e].latency;
-        }
+      const NvLinkBundle bundle = nvlink_bundle(g, gpu, false);
       const auto flit = [&](Bytes u) {
         return u + params_.host.pcie_tlp_overhead *
                        ((u.count() + params_.host.pcie_max_payload.count() - 1) /
                         params_.host.pcie_max_payload.count());
       };
       const auto nvlink = [&] {
-        r.resources.push_back(nvlink_resource(to_nic ? gpu : via, true, total));
-        r.resources.push_back(nvlink_resource(to_nic ? via : gpu, false, total));
-        r.latency += hop_latency * 2;
-        hop_times_.emplace_back(tx_time(flit(unit.first), plane), tx_time(flit(unit.last), plane));
+        r.resources.push_back(nvlink_resource(to_nic ? gpu : via, true, bundle.total));
+        r.resources.push_back(nvlink_resource(to_nic ? via : gpu, false, bundle.total));
+        r.latency += bundle.latency * 2;
+        hop_times_.emplace_back(tx_time(flit(unit.first), bundle.link),
+                                tx_time(flit(unit.last), bundle.link));
       };
       if (to_nic) nvlink();
       add_pcie_path(r, to_nic ? via : nic, to_nic ? nic : via, unit);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace fabricsim {
 
@@ -244,14 +245,20 @@ class CollectiveEngine::Builder {
   // on the receiver's rail (the same GPU index), when that GPU is in the communicator and
   // shares NVLink with the sender: the data crosses NVLink to it and leaves on the receiver's
   // rail (the fabric routes the host side, HostFabricParams::nic_gpu). Otherwise its own NIC.
-  std::uint32_t p2p_send_nic(const CommRank& from, const CommRank& to) const {
+  // The (server, GPU index) -> NIC table is built on first use, once per collective, so an
+  // AllToAll's n^2 connections look their NIC up instead of scanning the n ranks each.
+  std::uint32_t p2p_send_nic(const CommRank& from, const CommRank& to) {
     const NcclConfig& cfg = e_.cfg_;
     if (cfg.pxn_disable || cfg.p2p_pxn_level == 0 || layout_.intra_link != LinkClass::kNvLink ||
         from.local == to.local || from.gpu == Message::kPairedGpu)
       return from.nic;
-    for (const CommRank& r : layout_.ranks)
-      if (r.server == from.server && r.local == to.local) return r.nic;
-    return from.nic;
+    const auto key = [](std::uint32_t server, std::uint32_t local) {
+      return std::uint64_t{server} << 32 | local;
+    };
+    if (rail_nic_.empty())
+      for (const CommRank& r : layout_.ranks) rail_nic_.try_emplace(key(r.server, r.local), r.nic);
+    const auto it = rail_nic_.find(key(from.server, to.local));
+    return it != rail_nic_.end() ? it->second : from.nic;
   }
 
   // NCCL's point-to-point chunk on a connection (init.cc NCCL_P2P_NVL/PCI/NET_CHUNKSIZE).
@@ -590,8 +597,9 @@ class CollectiveEngine::Builder {
   Run& run_;
   const CommLayout& layout_;
   int channels_;
-  const Chunker chunker_;                                    // every cut of this run's bytes
-  std::map<std::uint32_t, std::vector<std::uint32_t>> ops_;  // stream -> its ops, in order
+  const Chunker chunker_;                                      // every cut of this run's bytes
+  std::map<std::uint32_t, std::vector<std::uint32_t>> ops_;    // stream -> its ops, in order
+  std::unordered_map<std::uint64_t, std::uint32_t> rail_nic_;  // (server, GPU index) -> NIC
   std::size_t first_op_ = 0;
   std::uint32_t first_stream_ = 0;
 };
