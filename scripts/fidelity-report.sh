@@ -14,6 +14,35 @@ report() { "$bin" run "$@" --out "$(mktemp -d)"; }
 nccl() { "$bin" nccl-tests all_reduce_perf "$@" | awk '!/^#/ && NF > 5 { print $1, $6 }'; }
 row() { awk -v a="$2" -v b="$3" -v c="$1" 'BEGIN { printf "| %s | %.1f | %.1f | %+.1f%% |\n", c, a, b, (b / a - 1) * 100 }'; }
 
+# One table row per [[point]] of a reference file ($1): the model's busbw at the point's size
+# on scenarios/nccl/dgx-h100.toml with its preset and overrides, at flow level.
+published() {
+  # One line per [[point]]: hardware|source|size|busbw|preset|overrides
+  awk -F' = ' '
+    function val(s) { sub(/^"/, "", s); sub(/"$/, "", s); return s }
+    /^\[\[point\]\]/ { if (n++) print h "|" src "|" size "|" bw "|" pre "|" ov; ov = "" }
+    $1 == "hardware" { h = val($2) }
+    $1 == "source" { src = val($2) }
+    $1 == "size" { size = val($2) }
+    $1 == "busbw_gbs" { bw = $2 }
+    $1 == "preset" { pre = val($2) }
+    $1 == "overrides" { o = substr($0, index($0, "[") + 1); sub(/\][ \t]*$/, "", o); ov = o }
+    END { print h "|" src "|" size "|" bw "|" pre "|" ov }' "$1" |
+    while IFS='|' read -r hw src size bw preset ov; do
+      args=(--set "server.preset=\"$preset\"")
+      # The overrides are TOML strings, 'single' or "double" quoted, comma separated.
+      while [[ $ov =~ ^[[:space:],]*(\'([^\']*)\'|\"(([^\"\\]|\\.)*)\")(.*)$ ]]; do
+        args+=(--set "${BASH_REMATCH[2]}${BASH_REMATCH[3]}")
+        ov=${BASH_REMATCH[5]}
+      done
+      bytes=$("$bin" nccl-tests all_reduce_perf -b "${size%iB}" -e "${size%iB}" --fidelity flow \
+                --scenario scenarios/nccl/dgx-h100.toml "${args[@]}" |
+              awk '!/^#/ && NF > 5 { print $8 }')
+      awk -v h="$hw" -v s="$src" -v z="$size" -v p="$bw" -v m="$bytes" \
+        'BEGIN { printf "| %s | %s | %s | %.0f | %.1f | %+.1f%% |\n", h, s, z, p, m, (m / p - 1) * 100 }'
+    done
+}
+
 {
   cat <<'HEAD'
 # Flow level against packet level
@@ -87,30 +116,16 @@ HEAD
   echo
   echo "| hardware | source | size | published busbw (GB/s) | model busbw (GB/s) | model vs published |"
   echo "|---|---|---|---:|---:|---:|"
-  # One line per [[point]]: hardware|source|size|busbw|preset|overrides
-  awk -F' = ' '
-    function val(s) { sub(/^"/, "", s); sub(/"$/, "", s); return s }
-    /^\[\[point\]\]/ { if (n++) print h "|" src "|" size "|" bw "|" pre "|" ov; ov = "" }
-    $1 == "hardware" { h = val($2) }
-    $1 == "source" { src = val($2) }
-    $1 == "size" { size = val($2) }
-    $1 == "busbw_gbs" { bw = $2 }
-    $1 == "preset" { pre = val($2) }
-    $1 == "overrides" { o = substr($0, index($0, "[") + 1); sub(/\][ \t]*$/, "", o); ov = o }
-    END { print h "|" src "|" size "|" bw "|" pre "|" ov }' validation/reference/nvls-single-server.toml |
-    while IFS='|' read -r hw src size bw preset ov; do
-      args=(--set "server.preset=\"$preset\"")
-      # The overrides are TOML strings, 'single' or "double" quoted, comma separated.
-      while [[ $ov =~ ^[[:space:],]*(\'([^\']*)\'|\"(([^\"\\]|\\.)*)\")(.*)$ ]]; do
-        args+=(--set "${BASH_REMATCH[2]}${BASH_REMATCH[3]}")
-        ov=${BASH_REMATCH[5]}
-      done
-      bytes=$("$bin" nccl-tests all_reduce_perf -b "${size%iB}" -e "${size%iB}" --fidelity flow \
-                --scenario scenarios/nccl/dgx-h100.toml "${args[@]}" |
-              awk '!/^#/ && NF > 5 { print $8 }')
-      awk -v h="$hw" -v s="$src" -v z="$size" -v p="$bw" -v m="$bytes" \
-        'BEGIN { printf "| %s | %s | %s | %.0f | %.1f | %+.1f%% |\n", h, s, z, p, m, (m / p - 1) * 100 }'
-    done
+  published validation/reference/nvls-single-server.toml
+  echo
+  echo "## Against published figures across servers (validation/reference/nvls-tree-multi-server.toml)"
+  echo
+  echo "NVLSTree on two H100 servers over 8 × 400G, as above. Test"
+  echo "\`NvlsTree.PublishedTwoServerFiguresAreReproducedWithinTenPerCent\`."
+  echo
+  echo "| hardware | source | size | published busbw (GB/s) | model busbw (GB/s) | model vs published |"
+  echo "|---|---|---|---:|---:|---:|"
+  published validation/reference/nvls-tree-multi-server.toml
   echo
   echo "## Incast with PFC (scenarios/default.toml, 8 → 1) and with DCQCN"
   echo

@@ -275,7 +275,7 @@ class CollectiveEngine::Builder {
   // class it sends on, the NVLink figure for the network) and its copy.
   double op_seconds(const Conn& k, std::uint64_t bytes, bool reduce) const {
     const LinkClass cls = k.local ? k.link : LinkClass::kNvLink;
-    const double rate = e_.copy_rate(reduce, run_.result.channels);
+    const double rate = e_.block_rate(run_, reduce);
     return e_.step_latency(run_.result.proto, cls).seconds() +
            (rate > 0 ? static_cast<double>(bytes) * 8 / rate : 0.0);
   }
@@ -734,6 +734,15 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
     run.sizing.step = run.sizing.chunk = run.sizing.slice = chunk;
   } else if (r.algo == Algo::kNvlsTree) {
     const CommLayout& l = comms_[comm].layout;
+    // NCCL's per-channel ceiling, busbw per head, as the data rate of one of the run's
+    // channels: algbw = busbw x N / (2 (N - 1)) over heads channels' worth, shared by the
+    // run's channels. A loop moves H chunks through each scatter and gather block, so capping
+    // every block at that rate caps a channel's data rate at it (2 x DGX H100: 8 x 57.7 GB/s
+    // busbw = 461.6, algbw 246.2, 15.4 GB/s on each of 16 channels).
+    const double ranks = static_cast<double>(n);
+    run.block_rate_cap = nvls_tree_heads(l) *
+                         nvls_tree_channel_busbw_gbs(gpu_.sm_version, l.servers) * 8e9 * ranks /
+                         (2 * (ranks - 1)) / std::max(1, r.channels);
     const Bytes chunk(static_cast<Bytes::rep>(nvls_tree_chunk_bytes(
         req.bytes, static_cast<std::uint64_t>(r.channels) * nvls_tree_heads(l),
         static_cast<std::uint64_t>(run.sizing.chunk.count()), l.servers)));
@@ -840,7 +849,7 @@ void CollectiveEngine::try_advance(std::uint32_t id, std::uint32_t s) {
     t_latency = Time::zero();
     t_copy = Time::from_ps(
         static_cast<Time::rep>(std::ceil(nvls_seconds(run, o.bytes, run.nvls_heads) * 1e12)));
-  } else if (const double rate = copy_rate(o.reduce, run.result.channels); rate > 0 && o.bytes > 0)
+  } else if (const double rate = block_rate(run, o.reduce); rate > 0 && o.bytes > 0)
     t_copy = Time::from_ps(
         static_cast<Time::rep>(std::ceil(static_cast<double>(o.bytes * o.copies) * 8e12 / rate)));
   st.busy = true;
@@ -905,6 +914,12 @@ double CollectiveEngine::copy_rate(bool reduce, int channels) const {
   const double accesses = reduce ? 3 : 2;  // a reduction reads two buffers and writes one
   const double hbm_share = static_cast<double>(gpu_.hbm.bps()) / (accesses * std::max(1, channels));
   return std::min(static_cast<double>(gpu_.channel.bps()), hbm_share);
+}
+
+double CollectiveEngine::block_rate(const Run& run, bool reduce) const {
+  const double rate = copy_rate(reduce, run.result.channels);
+  if (run.block_rate_cap <= 0) return rate;
+  return rate > 0 ? std::min(rate, run.block_rate_cap) : run.block_rate_cap;
 }
 
 void CollectiveEngine::post_sends(std::uint32_t id, std::uint32_t index) {

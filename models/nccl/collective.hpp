@@ -283,6 +283,9 @@ class CollectiveEngine final : public CompletionListener {
     std::vector<Pipeline> pipelines;
     std::map<std::tuple<int, std::uint32_t, std::uint32_t, int>, std::uint32_t> conn_index;
     std::uint32_t nvls_heads = 0;  // NVLS, NVLSTree: chunks per loop (the switch's fan-in)
+    // A cap on every thread block's copy rate (bits/s; 0: none): NVLSTree's per-channel
+    // ceiling (nvls_tree_channel_busbw_gbs) as a rate of data per channel.
+    double block_rate_cap = 0;
   };
   struct Comm {
     CommLayout layout;
@@ -301,6 +304,8 @@ class CollectiveEngine final : public CompletionListener {
   Time proxy_delay(Proto proto) const;
   // One thread block's copy rate, bits/s: min(per-block rate, HBM / (accesses x channels)).
   double copy_rate(bool reduce, int channels) const;
+  // A block of this run: copy_rate, capped by the run's block_rate_cap (0: unlimited).
+  double block_rate(const Run& run, bool reduce) const;
   bool nvls_available(const CommLayout& layout) const;  // inside one server
   int nvls_tree_heads(const CommLayout& layout) const;  // NVLSTree's heads, 0: none
   int nvls_channels(int servers) const;  // NCCL_NVLS_NCHANNELS, else NCCL's per-architecture count

@@ -528,6 +528,11 @@ NvlsTreeGraphBw nvls_tree_graph_bw(double nvlink_gbs, int heads, double nic_gbs,
   return bw;
 }
 
+double nvls_tree_channel_busbw_gbs(int sm_version, int nnodes) {
+  const bool blackwell = sm_version >= 100;
+  return nnodes <= 2 ? (blackwell ? 96.0 : 57.7) : (blackwell ? 80.0 : 45.5);
+}
+
 std::uint64_t nvls_tree_chunk_bytes(std::uint64_t bytes, std::uint64_t concurrent,
                                     std::uint64_t nvls_chunk, int servers) {
   const std::uint64_t tree_max = servers >= 4 ? 65536 : nvls_chunk;  // nvls.cc
@@ -555,9 +560,7 @@ double tuner_time_us(const TunerInput& in, Algo algo, Proto proto) {
         in.nvls_tree_heads < 2 || in.nvls_tree_bw_intra_gbs <= 0)
       return HUGE_VAL;
     const double heads = in.nvls_tree_heads;
-    const bool blackwell = in.sm_version >= 100;
-    const double per_ch_max =
-        in.nnodes <= 2 ? (blackwell ? 96.0 : 57.7) : (blackwell ? 80.0 : 45.5);
+    const double per_ch_max = nvls_tree_channel_busbw_gbs(in.sm_version, in.nnodes);
     const double intra = in.nvls_tree_bw_intra_gbs * in.nvls_efficiency * (heads - 1) / heads * 2;
     const double inter = in.nvls_tree_bw_inter_gbs * (in.nnodes <= 2 ? 2 : 1);
     const double bus = heads * std::min({intra, inter, per_ch_max});

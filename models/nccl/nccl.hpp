@@ -281,6 +281,13 @@ struct NvlsTreeGraphBw {
   double intra = 0, inter = 0;
 };
 NvlsTreeGraphBw nvls_tree_graph_bw(double nvlink_gbs, int heads, double nic_gbs, int sm_version);
+// NVLSTree's throughput ceiling per NVLS graph channel (one per head), as busbw in GB/s:
+// NCCL's measured perChMaxNVLSTreeBws (tuning.cc; Hopper 57.7 on two servers, 45.5 on more;
+// Blackwell 96.0 / 80.0). The kernel (all_reduce.h, NCCL_ALGO_NVLS_TREE) splits a channel's
+// 20 warps among its roles: a non-root head keeps 6 for scatter and 5 for gather against
+// NVLS's 8 and 7 on one server, so a channel copies less than NVLS's does. The tuner caps
+// its estimate with it, and the engine caps NVLSTree's thread blocks with it.
+double nvls_tree_channel_busbw_gbs(int sm_version, int nnodes);
 // NVLSTree's chunk (enqueue.cc): min(NCCL_NVLS_CHUNKSIZE, the tree's maximum chunk: 64 KiB on
 // four or more servers, else the NVLS chunk; nvls.cc), then 256 KiB below 32 x concurrent x
 // chunk bytes, 128 KiB below 16 x, 64 KiB below 4 x, 32 KiB below 1 x (concurrent = channels x
