@@ -6,16 +6,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <toml++/toml.h>
-
-#include <filesystem>
-
 #include "experiments/nccl_tests.hpp"
 #include "experiments/run.hpp"
 #include "fabric/fabric.hpp"
 #include "models/nccl/nccl.hpp"
 #include "scenario/scenario.hpp"
 #include "tests/support/collective_run.hpp"
+#include "tests/support/published.hpp"
 
 using namespace fabricsim;
 
@@ -128,26 +125,5 @@ TEST(NvlsTree, TunerTimeFollowsNcclsFormula) {
 TEST(NvlsTree, PublishedTwoServerFiguresAreReproducedWithinTenPerCent) {
   // validation/reference/nvls-tree-multi-server.toml: figures with their sources, nothing
   // fitted to them; the default presets (with each point's overrides) must come within 10 %.
-  const auto path = std::filesystem::path(FABRICSIM_SOURCE_DIR) /
-                    "validation/reference/nvls-tree-multi-server.toml";
-  const toml::table ref = toml::parse_file(path.string());
-  const toml::array* points = ref["point"].as_array();
-  ASSERT_NE(points, nullptr);
-  ASSERT_GE(points->size(), 2u);
-  for (const toml::node& node : *points) {
-    const toml::table& p = *node.as_table();
-    LoadOptions options;
-    options.overrides = {"fidelity=\"flow\"",
-                         fmt::format("server.preset=\"{}\"", p["preset"].value_or(""))};
-    for (const toml::node& o : *p["overrides"].as_array())
-      options.overrides.push_back(o.value_or(std::string()));
-    const Scenario s = load_scenario_text(fixtures::one_dgx_h100(), "t.toml", options);
-    const auto size =
-        static_cast<std::uint64_t>(parse_bytes(p["size"].value_or(std::string())).count());
-    const NcclTestsRow row = fixtures::nccl_tests_row(s, size);
-    const double published = p["busbw_gbs"].value_or(0.0);
-    EXPECT_EQ(row.algo, Algo::kNvlsTree) << p["hardware"].value_or("");
-    EXPECT_NEAR(row.busbw[0], published, 0.1 * published)
-        << p["hardware"].value_or("") << " (" << p["source"].value_or("") << ")";
-  }
+  fixtures::expect_published_points("nvls-tree-multi-server.toml", Algo::kNvlsTree, 0.10);
 }
