@@ -85,8 +85,11 @@ struct CommLayout {
   std::vector<CommChannel> channels;  // the most a collective may use
   int servers = 1;
   LinkClass intra_link = LinkClass::kNvLink;  // between GPUs of a server (PCIe without NVLink)
-  double bw_intra_gbs = 20;                   // per channel, for the tuner (NCCL's graph bwIntra)
-  double bw_inter_gbs = 12;                   // per channel, for the tuner (NCCL's graph bwInter)
+  // Per channel, for the tuner: NCCL's graph bwIntra (on one NVSwitch server the graph's
+  // speed over the communicator's twice as many channels, so channels x bw_intra_gbs is
+  // NCCL's nChannels x bwIntra).
+  double bw_intra_gbs = 20;
+  double bw_inter_gbs = 12;  // per channel, for the tuner (NCCL's graph bwInter)
   // The first rank's GPU: its NVLink links, and whether they all lead to NVSwitches (what
   // NVLS needs, with every rank on one server).
   int nvlink_links = 0;
