@@ -78,6 +78,7 @@ CommunicatorOptions communicator_options(const Scenario& s) {
   o.channel_gbs = static_cast<double>(s.gpu.nvlink_channel.bps()) / 8e9;
   o.sm_version = s.gpu.sm_version;
   o.host_side = s.network.host_side;
+  o.sharp_trees_per_switch = s.cluster.fabric.sharp_trees;
   return o;
 }
 

@@ -26,12 +26,28 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
   // buffer. VLs in use: the NICs' data priority and their CNP priority. A NIC's own receive
   // buffer (host memory) is vl_buffer.
   const int vls = params.nic.priority == params.nic.cnp_priority ? 1 : 2;
+  // A SHARP aggregation node's internal port carries k ports' worth (its rate over the
+  // switch's fastest cable, rounded up: every port at once by default), so it counts as k
+  // ports and its far end gets k shares: with one share it could keep only a few of the
+  // egress ports its results fan out to busy, which the ASIC's aggregation unit, writing into
+  // the shared buffer directly, does not suffer.
   std::vector<Bytes> receive_buffer(routing.switch_count(), params.buffer.vl_credits);
+  std::vector<Bytes::rep> aggregator_shares(routing.switch_count(), 1);
   if (params.buffer.vl_credits > Bytes(0))
     for (std::size_t s = 0; s < routing.switch_count(); ++s) {
-      const auto slots = static_cast<Bytes::rep>(routing.ports(s).size()) * vls;
-      receive_buffer[s] = std::min(params.buffer.vl_credits, Bytes(params.buffer.buffer.count() /
-                                                                   std::max<Bytes::rep>(1, slots)));
+      Bandwidth::rep fastest = 1, internal = 0;
+      for (const auto& port : routing.ports(s)) {
+        Bandwidth::rep& max = g[port.peer].kind == NodeKind::kAggregator ? internal : fastest;
+        max = std::max(max, g[port.edge].rate.bps());
+      }
+      Bytes::rep shares = static_cast<Bytes::rep>(routing.ports(s).size());
+      if (internal > 0) {
+        aggregator_shares[s] = std::max<Bytes::rep>(1, (internal + fastest - 1) / fastest);
+        shares += aggregator_shares[s] - 1;
+      }
+      receive_buffer[s] =
+          std::min(params.buffer.vl_credits,
+                   Bytes(params.buffer.buffer.count() / std::max<Bytes::rep>(1, shares * vls)));
     }
   std::vector<std::int32_t> endpoint_of_vertex(boost::num_vertices(g), -1);
   for (std::size_t e = 0; e < routing.endpoint_count(); ++e) {
@@ -40,7 +56,10 @@ PacketNetwork::PacketNetwork(Simulation& sim, const Topology& topo, const Routin
     const PortConfig port{.rate = link.rate,
                           .latency = link.latency + params.switch_latency,
                           .lossless = lossless,
-                          .vl_credits = receive_buffer[routing.endpoint_switch(e)]};
+                          .vl_credits = receive_buffer[routing.endpoint_switch(e)] *
+                                        (g[topo.fabric_endpoint(e)].kind == NodeKind::kAggregator
+                                             ? aggregator_shares[routing.endpoint_switch(e)]
+                                             : 1)};
     nics_.push_back(std::make_unique<RdmaNic>(sim, pool_, messages_, qps_, errors_,
                                               static_cast<std::uint32_t>(e),
                                               g[topo.fabric_endpoint(e)].name, params.nic, port));

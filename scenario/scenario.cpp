@@ -487,10 +487,11 @@ void read_switch(Keys& sw, Scenario& s) {
           "PFC does not apply to fabric.technology = \"infiniband\" (credit-based flow control)");
     s.cluster.fabric.sharp = sw.boolean("sharp");
     s.cluster.fabric.sharp_rate = sw.bandwidth("sharp_rate");
+    s.cluster.fabric.sharp_trees = static_cast<int>(sw.integer("sharp_trees"));
   } else {
     sw.not_applicable({"vl_buffer"},
                       "credit-based flow control is for fabric.technology = \"infiniband\"");
-    sw.not_applicable({"sharp", "sharp_rate"},
+    sw.not_applicable({"sharp", "sharp_rate", "sharp_trees"},
                       "in-network aggregation (SHARP) is an InfiniBand switch's: it needs "
                       "fabric.technology = \"infiniband\"");
   }
@@ -569,6 +570,8 @@ void read_nccl(Keys& r, Scenario& s) {
   c.nvls_enable = static_cast<int>(r.integer("NCCL_NVLS_ENABLE"));
   c.nvls_chunksize = r.byte_count("NCCL_NVLS_CHUNKSIZE");
   c.nvls_channels = static_cast<int>(r.integer("NCCL_NVLS_NCHANNELS"));
+  c.collnet_enable = static_cast<int>(r.integer("NCCL_COLLNET_ENABLE"));
+  c.collnet_node_threshold = static_cast<int>(r.integer("NCCL_COLLNET_NODE_THRESHOLD"));
   c.ib_qps_per_connection = static_cast<int>(r.integer("NCCL_IB_QPS_PER_CONNECTION"));
   c.ib_split_data_on_qps = r.integer("NCCL_IB_SPLIT_DATA_ON_QPS") != 0;
   // NCCL_P2P_LEVEL (else NCCL_P2P_DISABLE) as NCCL's path types (graph/topo.h PATH_*).

@@ -688,8 +688,8 @@ void add_switch(std::vector<KeySpec>& k) {
                    "InfiniBand only: every switch can aggregate in the network (NVIDIA SHARP: "
                    "Quantum HDR and later). Each switch gets an aggregation node, a fabric "
                    "endpoint named `<switch>.sharp` behind an internal port of `sharp_rate`, for "
-                   "CollNet's in-network reductions (not run yet: collectives do not use "
-                   "them so far); host traffic is routed as without it"});
+                   "CollNet's in-network reductions (`nccl.NCCL_COLLNET_ENABLE`); host traffic "
+                   "is routed as without it"});
   k.push_back({.path = "switch.sharp_rate",
                .type = T::kBandwidth,
                .fallback = Bandwidth{},
@@ -697,6 +697,16 @@ void add_switch(std::vector<KeySpec>& k) {
                .doc = "how fast a switch's aggregation node takes in and sends out data, per "
                       "direction; 0: its ports' line rates together (streaming aggregation at "
                       "line rate on every port, SHARP v2/v3)"});
+  k.push_back({.path = "switch.sharp_trees",
+               .type = T::kInteger,
+               .fallback = integer(0),
+               .note = "(one per port)",
+               .min = 0,
+               .doc = "streaming-aggregation trees one switch runs at a time (NVIDIA SHARP 3.13 "
+                      "release notes): 0 one per port, as Quantum-2 and later (no two trees share "
+                      "a cable between switches); n at most n per switch (Quantum HDR: 1). A "
+                      "communicator whose CollNet heads (one tree each) exceed it gets no "
+                      "CollNet, as NCCL falls back when SHARP refuses the trees"});
   k.push_back({.path = "switch.pfc",
                .type = T::kBoolean,
                .fallback = false,
@@ -1103,6 +1113,20 @@ void add_nccl(std::vector<KeySpec>& k) {
                       "the hardware has it (NVSwitches, compute capability 9.0 or later, "
                       "`gpu_nvls_efficiency` > 0). The model runs NVLS AllReduce inside one "
                       "server; the tuner then weighs it against Ring and Tree as NCCL does"});
+  k.push_back({.path = "nccl.NCCL_COLLNET_ENABLE",
+               .type = T::kInteger,
+               .fallback = integer(c.collnet_enable),
+               .min = 0,
+               .max = 1,
+               .doc = "CollNet, NCCL's in-network reductions (init.cc; with InfiniBand SHARP "
+                      "through the SHARP plugin): 1 lets the tuner weigh CollNetDirect and "
+                      "CollNetChain AllReduce where the switches aggregate (`switch.sharp`); 0 "
+                      "(NCCL's default) off"});
+  k.push_back({.path = "nccl.NCCL_COLLNET_NODE_THRESHOLD",
+               .type = T::kInteger,
+               .fallback = integer(c.collnet_node_threshold),
+               .min = 1,
+               .doc = "the fewest servers a communicator needs for CollNet (init.cc, default 2)"});
   k.push_back({.path = "nccl.NCCL_NVLS_CHUNKSIZE",
                .type = T::kByteCount,
                .fallback = c.nvls_chunksize,

@@ -65,6 +65,7 @@ struct FabricSpec {
   // endpoint behind an internal port of `sharp_rate` (0: the switch's port rates together).
   bool sharp = false;
   Bandwidth sharp_rate{};
+  int sharp_trees = 0;  // streaming-aggregation trees per switch, 0: one per port
   FabricKind kind() const { return static_cast<FabricKind>(shape.index()); }
 };
 

@@ -12,6 +12,132 @@
 
 namespace fabricsim {
 
+namespace {
+
+// The SHARP streaming-aggregation trees for a communicator, one per CollNet head index h
+// (the aggregation manager builds a tree per group of NICs, NCCL opens a CollNet
+// communicator per head). Tree h: the leaf switch of head h's NIC on every server, and, where
+// they differ, a root among the lowest-tier switches every one of those leaves reaches going
+// up (tier by tier), root number h mod their count in vertex order, so trees spread over the
+// spines; each leaf joins the root along the first shortest upward path (port order) until
+// it meets the tree. The nodes are the switches' aggregation nodes.
+//
+// Limits (NVIDIA SHARP 3.13 release notes): a Quantum (HDR) switch runs one streaming
+// aggregation tree at a time, a Quantum-2 (NDR) one per port. `per_switch` > 0 allows that
+// many trees through a switch; 0 one per port: no two trees may share a cable between two
+// switches (a head's NIC is its tree's alone).
+void add_sharp_trees(const Topology& topo, const Routing& routing, CommLayout& layout,
+                     int per_switch) {
+  const auto& g = topo.graph();
+  std::map<Vertex, std::uint32_t> aggregator_of;  // switch -> its aggregation node's endpoint
+  for (std::size_t a = 0; a < topo.aggregators().size(); ++a)
+    for (auto [e, end] = boost::out_edges(topo.aggregators()[a], g); e != end; ++e)
+      aggregator_of[boost::target(*e, g)] = static_cast<std::uint32_t>(topo.endpoints().size() + a);
+  const auto heads = nvls_tree_heads(layout);
+  if (heads.size() < 2 || aggregator_of.empty()) return;
+  const auto up_neighbors = [&](Vertex v) {
+    std::vector<Vertex> out;
+    for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+      const Vertex u = boost::target(*e, g);
+      if (g[u].kind == NodeKind::kSwitch && g[u].tier > g[v].tier &&
+          std::find(out.begin(), out.end(), u) == out.end())
+        out.push_back(u);
+    }
+    return out;
+  };
+  std::map<std::pair<Vertex, Vertex>, int> cable_trees;  // (child, parent) -> trees
+  std::map<Vertex, int> switch_trees;
+  for (std::size_t h = 0; h < heads.front().size(); ++h) {
+    std::vector<Vertex> leaf(heads.size());
+    for (std::size_t p = 0; p < heads.size(); ++p)
+      leaf[p] = routing.switch_vertex(routing.endpoint_switch(layout.ranks[heads[p][h]].nic));
+    std::set<Vertex> leaves(leaf.begin(), leaf.end());
+    // Per leaf: every switch it reaches going up, with the first shortest way's previous hop.
+    std::map<Vertex, std::map<Vertex, Vertex>> came_from;
+    for (const Vertex l : leaves) {
+      auto& seen = came_from[l];
+      std::vector<Vertex> frontier{l};
+      seen[l] = l;
+      while (!frontier.empty()) {
+        std::vector<Vertex> next;
+        for (const Vertex v : frontier)
+          for (const Vertex u : up_neighbors(v))
+            if (seen.try_emplace(u, v).second) next.push_back(u);
+        frontier = std::move(next);
+      }
+    }
+    Vertex root = *leaves.begin();
+    if (leaves.size() > 1) {
+      std::vector<Vertex> common;
+      for (const auto& [v, from] : came_from.begin()->second)
+        if (std::all_of(leaves.begin(), leaves.end(),
+                        [&](Vertex l) { return came_from[l].contains(v); }))
+          common.push_back(v);
+      if (common.empty()) {
+        layout.sharp_refused = fmt::format(
+            "no switch is above every leaf of head {}'s NICs, so no aggregation tree joins them",
+            h);
+        layout.sharp_trees.clear();
+        return;
+      }
+      int lowest = std::numeric_limits<int>::max();
+      for (const Vertex v : common) lowest = std::min(lowest, g[v].tier);
+      std::erase_if(common, [&](Vertex v) { return g[v].tier != lowest; });
+      root = common[h % common.size()];
+    }
+    AggregationTree tree;
+    std::map<Vertex, std::uint32_t> index;
+    const auto node = [&](Vertex sw) {
+      const auto [it, fresh] = index.try_emplace(sw, static_cast<std::uint32_t>(tree.node.size()));
+      if (fresh) {
+        tree.node.push_back(aggregator_of.at(sw));
+        tree.parent.push_back(-1);
+        ++switch_trees[sw];
+      }
+      return it->second;
+    };
+    node(root);
+    for (const Vertex l : leaves) {
+      // Up from the leaf: each switch's parent is the next on the way to the root, until the
+      // way meets a switch already in the tree.
+      std::vector<Vertex> way{root};
+      while (way.back() != l) way.push_back(came_from[l].at(way.back()));
+      std::size_t meet = way.size() - 1;  // way[0] is the root, already in the tree
+      while (!index.contains(way[meet])) --meet;
+      for (std::size_t i = way.size() - 1; i > meet; --i) {
+        const std::uint32_t child = node(way[i]);
+        tree.parent[child] = static_cast<std::int32_t>(node(way[i - 1]));
+        ++cable_trees[{way[i], way[i - 1]}];
+      }
+    }
+    for (std::size_t p = 0; p < heads.size(); ++p) tree.attach.push_back(index.at(leaf[p]));
+    layout.sharp_trees.push_back(std::move(tree));
+  }
+  for (const auto& [sw, trees] : switch_trees)
+    if (per_switch > 0 && trees > per_switch) {
+      layout.sharp_refused = fmt::format(
+          "switch {} would hold {} streaming-aggregation trees (one per CollNet head), more than "
+          "the {} it can (switch.sharp_trees)",
+          g[sw].name, trees, per_switch);
+      return;
+    }
+  if (per_switch > 0) return;
+  for (const auto& [cable, trees] : cable_trees) {
+    int links = 0;
+    for (auto [e, end] = boost::out_edges(cable.first, g); e != end; ++e)
+      links += boost::target(*e, g) == cable.second;
+    if (trees > links) {
+      layout.sharp_refused = fmt::format(
+          "{} streaming-aggregation trees (one per CollNet head) would share the {} link(s) "
+          "from {} to {}; a switch runs one tree per port (switch.sharp_trees = 0)",
+          trees, links, g[cable.first].name, g[cable.second].name);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 CommLayout build_communicator(const Topology& topo, const Routing& routing,
                               const CommunicatorOptions& opt) {
   const auto& g = topo.graph();
@@ -316,6 +442,8 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
     }
     layout.channels.push_back(std::move(ch));
   }
+  if (layout.servers >= 2 && !topo.aggregators().empty())
+    add_sharp_trees(topo, routing, layout, opt.sharp_trees_per_switch);
   return layout;
 }
 

@@ -45,6 +45,9 @@ struct CommunicatorOptions {
   // Whether the fabric models the inside of the servers (server.host_side): without it no
   // transfer crosses an NVSwitch, so the layout offers no NVLS.
   bool host_side = true;
+  // SHARP's streaming-aggregation trees a switch can hold at once (switch.sharp_trees): 0 one
+  // per port (Quantum-2 and later), n at most n per switch (Quantum HDR: 1).
+  int sharp_trees_per_switch = 0;
 };
 
 // Throws std::invalid_argument when the ranks or the server list do not fit the cluster.

@@ -89,9 +89,10 @@ class CollectiveEngine::Builder {
 
   // The connection from rank a to rank b on channel c (kind separates tree up and down).
   // With `own_nics` a network connection leaves and enters through the ranks' own NICs (NVLSTree's
-  // heads), else through the channel's.
+  // and CollNet's heads), else through the channel's. `plan` names CollNet's aggregation nodes.
   std::uint32_t conn(int c, std::uint32_t a, std::uint32_t b, int kind, std::uint32_t sender,
-                     std::uint32_t receiver, bool own_nics = false) {
+                     std::uint32_t receiver, bool own_nics = false,
+                     const CollectivePlan* plan = nullptr) {
     auto [it, inserted] =
         run_.conn_index.try_emplace({c, a, b, kind}, static_cast<std::uint32_t>(run_.conns.size()));
     if (!inserted) return it->second;
@@ -99,7 +100,26 @@ class CollectiveEngine::Builder {
     k.sender = sender;
     k.receiver = receiver;
     const auto n = static_cast<std::uint32_t>(layout_.ranks.size());
-    if (a >= n || b >= n) {
+    const bool sharp = plan != nullptr && (plan->aggregator(a) || plan->aggregator(b));
+    if (sharp) {
+      // To or from a switch's aggregation node (SHARP): over the network, a head's end at its
+      // GPU behind its own NIC, the node's at its fabric endpoint. The switch's sends need no
+      // proxy.
+      const auto end = [&](std::uint32_t r, std::uint32_t& endpoint, std::uint32_t& gpu) {
+        if (plan->aggregator(r)) {
+          endpoint = plan->endpoints[r - plan->aggregators_from];
+          gpu = Message::kPairedGpu;
+        } else {
+          endpoint = layout_.ranks[r].nic;
+          gpu = layout_.ranks[r].gpu;
+        }
+      };
+      end(a, k.address.src, k.address.src_gpu);
+      end(b, k.address.dst, k.address.dst_gpu);
+      k.local = false;
+      k.link = LinkClass::kNet;
+      k.from_switch = plan->aggregator(a);
+    } else if (a >= n || b >= n) {
       // Half of an NVLink transfer, between a GPU and the NVSwitches (an NVLS pseudo-rank):
       // addressed at the GPU's own endpoint, the switch side marked kNvSwitch.
       const CommRank& gpu = layout_.ranks[a >= n ? b : a];
@@ -126,7 +146,8 @@ class CollectiveEngine::Builder {
     // NVLS kinds keep their own (a head's scatter and store both go to its switch side).
     auto [q, fresh] = e_.comms_[run_.comm].qps.try_emplace({c, a, b, kind >= 3 ? kind : 0});
     if (fresh) {
-      const int count = k.local ? 1 : std::max(1, e_.cfg_.ib_qps_per_connection);
+      // (SHARP's connections are the aggregation library's own: one QP each.)
+      const int count = k.local || sharp ? 1 : std::max(1, e_.cfg_.ib_qps_per_connection);
       for (int i = 0; i < count; ++i) q->second.push_back(e_.port_.open_connection());
     }
     k.qps = &q->second;  // std::map nodes stay where they are
@@ -143,9 +164,10 @@ class CollectiveEngine::Builder {
     const PlanEdge& pe = plan.edges[e];
     const int kind = plan.shape == CollectivePlan::Shape::kTree ? pe.lane + 1
                      : plan.nvls()                              ? 3 + pe.lane
+                     : plan.collnet()                           ? 8 + pe.lane
                                                                 : 0;
     return conn(c, pe.from, pe.to, kind, sender, receiver,
-                plan.shape == CollectivePlan::Shape::kNvlsTree);
+                plan.shape == CollectivePlan::Shape::kNvlsTree || plan.collnet(), &plan);
   }
 
   // The primitives: per unit, rank and step, `repeat` primitives per slice (or per unit where
@@ -158,7 +180,9 @@ class CollectiveEngine::Builder {
       position[plan.order[p]] = p;
       for (std::uint32_t l = 0; l < lanes; ++l) {
         streams[p * lanes + l] = stream(plan.order[p]);
-        run_.streams.back().nvswitch = plan.order[p] >= plan.switch_ranks_from;
+        run_.streams.back().aggregator = plan.aggregator(plan.order[p]);
+        run_.streams.back().nvswitch =
+            plan.order[p] >= plan.switch_ranks_from && !run_.streams.back().aggregator;
       }
       // A tree's reduce block pokes its broadcast block (the root's waits for it).
       if (lanes == 2)
@@ -341,6 +365,9 @@ class CollectiveEngine::Builder {
         return stream_chain(plan, conns, bytes);
       case CollectivePlan::Shape::kTree:
         return stream_tree(plan, conns, bytes);
+      case CollectivePlan::Shape::kCollNetDirect:
+      case CollectivePlan::Shape::kCollNetChain:
+        return stream_collnet(plan, conns, bytes);
       case CollectivePlan::Shape::kNvls:
       case CollectivePlan::Shape::kNvlsTree:
         return;  // above
@@ -505,17 +532,22 @@ class CollectiveEngine::Builder {
     const auto conn_of = [&](std::uint32_t e) {
       return plan_conn(plan, c, e, plan.edges[e].from, plan.edges[e].to);
     };
+    // Edges to or from the network: between heads, or (NVLS with SHARP) a head and its tree.
+    const auto network = [&](const PlanEdge& pe) {
+      return (pe.from < n && pe.to < n) || plan.aggregator(pe.from) || plan.aggregator(pe.to);
+    };
     std::vector<std::uint32_t> share(n, nh);  // chunks per loop each way over a GPU's NVLink
     for (const PlanEdge& pe : plan.edges)
-      if (pe.from >= n && pe.to_lane == 1) ++share[pe.to];  // the switch's reduction to a head
+      if (!network(pe) && pe.from >= n && pe.to_lane == 1)
+        ++share[pe.to];  // the switch's reduction to a head
     std::vector<std::uint32_t> members;
     std::vector<bool> up_of(n), down_of(n);
     std::uint32_t up = UINT32_MAX, down = UINT32_MAX, net = UINT32_MAX;
     for (std::uint32_t e = 0; e < plan.edges.size(); ++e) {
       const PlanEdge& pe = plan.edges[e];
-      if (pe.from < n && pe.to < n) {
+      if (network(pe)) {
         members.push_back(conn_of(e));
-        net = members.back();
+        if (pe.from < n) net = members.back();  // a head's send (a node's takes no block)
         continue;
       }
       std::vector<bool>& seen = pe.to >= n ? up_of : down_of;
@@ -536,11 +568,51 @@ class CollectiveEngine::Builder {
     std::vector<std::uint32_t> way;
     for (const std::uint32_t e : plan.fill) way.push_back(conn_of(e));
     double fill = 0;
-    for (std::size_t i = 0; i < way.size(); ++i)
-      fill +=
-          plan.edges[plan.fill[i]].from >= n ? multimem : hop_seconds(run_.conns[way[i]], b, false);
+    for (std::size_t i = 0; i < way.size(); ++i) {
+      const std::uint32_t from = plan.edges[plan.fill[i]].from;
+      const Conn& k = run_.conns[way[i]];
+      fill += plan.aggregator(from) ? e_.port_.pipelines()->path_latency(k.address).seconds()
+              : from >= n           ? multimem
+                                    : hop_seconds(k, b, false);
+    }
     fill += op_seconds(run_.conns[way.back()], b, false);  // the gather's copy out
     pipeline(members, data, static_cast<double>(b) / block, 0, fill);
+  }
+
+  // CollNet: every edge carries one unit per unit of the plan (Direct: a loop's chunk for its
+  // head; Chain: every chunk), so all of them move the channel's units at one rate, capped by
+  // the busiest block: per rank and lane the time of its primitive on one unit (the scatter
+  // and gather lanes copy a chunk per edge); the aggregation nodes take no block time (the
+  // switch reduces at line rate, which its internal port bounds as a fabric resource). Fill:
+  // one unit's way (plan.fill), each GPU-side hop its step, copy, proxy and route, each hop
+  // out of a node its route only, then the last receive's copy.
+  void stream_collnet(const CollectivePlan& plan, const std::vector<std::uint32_t>& conns,
+                      std::uint64_t bytes) {
+    const std::vector<std::uint64_t> units = plan.units(chunker_, bytes);
+    const std::uint64_t data = std::accumulate(units.begin(), units.end(), std::uint64_t{0});
+    const std::uint64_t b = units.front();
+    double block = 0;
+    for (std::uint32_t p = 0; p < plan.order.size(); ++p) {
+      if (plan.aggregator(plan.order[p])) continue;
+      for (const PlanStep& st : plan.steps_of(p)) {
+        const auto edges = st.send_end > st.send_begin ? plan.sends(st) : plan.recvs(st);
+        if (edges.empty()) continue;
+        const std::uint64_t copies =
+            st.distinct ? std::max(st.recv_end - st.recv_begin, st.send_end - st.send_begin) : 1;
+        block =
+            std::max(block, op_seconds(run_.conns[conns[edges.front()]], copies * b, st.reduce));
+      }
+    }
+    double fill = 0;
+    for (const std::uint32_t e : plan.fill) {
+      const Conn& k = run_.conns[conns[e]];
+      const std::uint32_t from = plan.edges[e].from;
+      fill += plan.aggregator(from) ? e_.port_.pipelines()->path_latency(k.address).seconds()
+                                    : hop_seconds(k, b, sends_reduced(plan, from, e));
+    }
+    if (!plan.fill.empty()) fill += op_seconds(run_.conns[conns[plan.fill.back()]], b, false);
+    std::vector<std::uint32_t> members(conns.begin(), conns.end());
+    pipeline(members, data, block > 0 ? static_cast<double>(b) / block : HUGE_VAL, 0, fill);
   }
 
   // Point to point: one pipeline per sender over its pairs (NCCL schedules a rank's sends to
@@ -639,7 +711,8 @@ int CollectiveEngine::channels(std::uint32_t comm) const {
 bool CollectiveEngine::nvls_available(const CommLayout& l) const {
   // NCCL (nvls.cc, search.cc): NVLS needs NVSwitches, compute capability 9.0 or later and
   // NCCL_NVLS_ENABLE not 0; NVLS proper runs inside one server (across servers NCCL runs it
-  // only with CollNet, not modelled), NVLSTree across them.
+  // only together with CollNet, which the model does not combine with it), NVLSTree across
+  // them.
   return cfg_.nvls_enable != 0 && l.servers == 1 && l.nvswitch && l.ranks.size() >= 2 &&
          gpu_.sm_version >= 90 && gpu_.nvls_efficiency > 0;
 }
@@ -654,6 +727,18 @@ int CollectiveEngine::nvls_tree_heads(const CommLayout& l) const {
   const auto heads = fabricsim::nvls_tree_heads(l);
   const int h = heads.empty() ? 0 : static_cast<int>(heads.front().size());
   return h >= 2 ? h : 0;
+}
+
+int CollectiveEngine::collnet_heads(const CommLayout& l) const {
+  // init.cc: CollNet needs NCCL_COLLNET_ENABLE, a network that aggregates (the SHARP plugin:
+  // here the layout's aggregation trees, which a switch's tree limit may refuse) and at least
+  // NCCL_COLLNET_NODE_THRESHOLD servers; one tree per head, as many heads on every server.
+  if (cfg_.collnet_enable == 0 || l.servers < std::max(2, cfg_.collnet_node_threshold) ||
+      l.sharp_trees.empty() || !l.sharp_refused.empty())
+    return 0;
+  const auto heads = fabricsim::nvls_tree_heads(l);
+  const int h = heads.empty() ? 0 : static_cast<int>(heads.front().size());
+  return h == static_cast<int>(l.sharp_trees.size()) ? h : 0;
 }
 
 int CollectiveEngine::nvls_channels(int servers) const {
@@ -699,6 +784,16 @@ TunerChoice CollectiveEngine::choose(std::uint32_t comm, const CollectiveRequest
     in.nvls_tree_bw_intra_gbs = bw.intra;
     in.nvls_tree_bw_inter_gbs = bw.inter;
   }
+  if (const int heads = collnet_heads(l); heads > 0) {
+    // tuning.cc: CollNetDirect only on NVSwitch systems (nvsCount > 0).
+    const int ppn = static_cast<int>(l.ranks.size()) / l.servers;
+    in.collnet_heads = heads;
+    if (l.nvswitch)
+      in.collnet_direct_bw_gbs = collnet_graph_bw(l.nvlink_links * nvlink_gbs, ppn, heads,
+                                                  l.nic_gbs, gpu_.sm_version, true);
+    in.collnet_chain_bw_gbs = collnet_graph_bw(l.nvlink_links * nvlink_gbs, ppn, heads, l.nic_gbs,
+                                               gpu_.sm_version, false);
+  }
   return tune(in, cfg);
 }
 
@@ -727,9 +822,12 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
   r.rank_finish.assign(n, at);
   run.sizing = step_sizing(req.op, r.algo, r.proto, cfg_);
   if (r.algo == Algo::kNvls) {
-    // enqueue.cc: smaller NVLS chunks for sizes that would leave the channels' heads idle.
+    // enqueue.cc: smaller NVLS chunks for sizes that would leave the channels' heads idle
+    // (every GPU is a head on one server; across servers the GPUs with a NIC).
+    const CommLayout& l = comms_[comm].layout;
+    const std::uint64_t heads = l.servers > 1 ? static_cast<std::uint64_t>(nvls_tree_heads(l)) : n;
     const Bytes chunk(static_cast<Bytes::rep>(
-        nvls_chunk_bytes(req.bytes, static_cast<std::uint64_t>(r.channels) * n,
+        nvls_chunk_bytes(req.bytes, static_cast<std::uint64_t>(r.channels) * heads,
                          static_cast<std::uint64_t>(run.sizing.chunk.count()))));
     run.sizing.step = run.sizing.chunk = run.sizing.slice = chunk;
   } else if (r.algo == Algo::kNvlsTree) {
@@ -747,6 +845,17 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
         req.bytes, static_cast<std::uint64_t>(r.channels) * nvls_tree_heads(l),
         static_cast<std::uint64_t>(run.sizing.chunk.count()), l.servers)));
     run.sizing.step = run.sizing.chunk = run.sizing.slice = chunk;
+  } else if (r.algo == Algo::kCollNetDirect || r.algo == Algo::kCollNetChain) {
+    // enqueue.cc's CollNet chunk (collnet_chunk_bytes): Direct's depth is 2 (a GPU to its
+    // head, the head to the network), Chain's the ranks per server.
+    const CommLayout& l = comms_[comm].layout;
+    const bool direct = r.algo == Algo::kCollNetDirect;
+    const std::uint64_t concurrent = static_cast<std::uint64_t>(r.channels) *
+                                     (direct ? static_cast<std::uint64_t>(collnet_heads(l)) : 1);
+    const Bytes chunk(static_cast<Bytes::rep>(collnet_chunk_bytes(
+        req.bytes, concurrent, static_cast<std::uint64_t>(run.sizing.step.count()),
+        direct ? 2 : static_cast<int>(n) / l.servers, direct)));
+    run.sizing.chunk = run.sizing.slice = chunk;
   }
   // One rank: NCCL moves nothing between GPUs; it copies the send buffer into the receive
   // buffer (cudaMemcpyAsync device to device), which reads and writes HBM once each:
@@ -844,7 +953,11 @@ void CollectiveEngine::try_advance(std::uint32_t id, std::uint32_t s) {
   Time t_latency =
       step_latency(run.result.proto, cls == LinkClass::kNet ? LinkClass::kNvLink : cls);
   Time t_copy{};
-  if (st.nvswitch) {
+  if (st.aggregator) {
+    // A switch's aggregation node: no thread block; it reduces as the data streams through
+    // (its internal port's rate is a fabric resource), in no time of its own.
+    t_latency = Time::zero();
+  } else if (st.nvswitch) {
     // The NVSwitch: no thread block, its multimem operation at the multimem rate.
     t_latency = Time::zero();
     t_copy = Time::from_ps(
@@ -934,7 +1047,7 @@ void CollectiveEngine::post_sends(std::uint32_t id, std::uint32_t index) {
     Conn& c = run.conns[k];
     ++c.posted;
     run.result.wire_bytes += wire;
-    if (c.local || proxy == Time::zero()) {
+    if (c.local || c.from_switch || proxy == Time::zero()) {
       post_transfer(id, k, wire);
       continue;
     }
@@ -966,7 +1079,7 @@ void CollectiveEngine::complete_op(std::uint32_t id, std::uint32_t s) {
   const Op o = run.ops[index];
   st.busy = false;
   ++st.next;
-  if (steps_ != nullptr && steps_->size() < step_limit_ && !st.nvswitch)
+  if (steps_ != nullptr && steps_->size() < step_limit_ && !st.nvswitch && !st.aggregator)
     steps_->push_back({run.comm, st.rank, st.since, sim_.now()});
   run.op_done[index] = true;
   for (std::uint32_t i = o.recv_begin; i < o.recv_end; ++i) {
@@ -1092,7 +1205,7 @@ void CollectiveEngine::finish_run(std::uint32_t id) {
 
 void CollectiveEngine::finish_stream(std::uint32_t id, std::uint32_t s) {
   Run& run = runs_[id];
-  if (!run.streams[s].nvswitch) {
+  if (!run.streams[s].nvswitch && !run.streams[s].aggregator) {
     const std::uint32_t rank = run.streams[s].rank;
     run.result.rank_finish[rank] = std::max(run.result.rank_finish[rank], sim_.now());
   }

@@ -33,7 +33,10 @@
 // tree's tree c mod 2 across servers, chains inside servers. NVLS (AllReduce inside one
 // server with NVSwitches): scatter, in-switch reduction, multicast and gather through the
 // NVSwitch's pseudo-ranks of models/nccl/plan.hpp, whose operations take no thread block and
-// run at the multimem rate (nvls_seconds). AllToAll and SendRecv are
+// run at the multimem rate (nvls_seconds). CollNet (AllReduce across servers whose switches
+// aggregate, SHARP): the heads' partial sums through aggregation trees whose nodes are the
+// switches' aggregation endpoints (pseudo-ranks run by the switch: no thread block, no step
+// latency, no proxy). AllToAll and SendRecv are
 // point-to-point, in chunks of NCCL's P2P chunk size (NVLink 512 KiB, otherwise 128 KiB).
 // A collective's time at a rank is launch latency + the time its last stream finishes.
 //
@@ -80,6 +83,13 @@ struct CommChannel {
   std::vector<std::int32_t> tree_up;  // per rank: tree parent, -1 at the root
   std::vector<std::array<std::int32_t, 3>> tree_down;  // per rank: children, -1 for none
 };
+// A SHARP streaming-aggregation tree over the switches (the aggregation manager's, for one
+// CollNet head of every server): its nodes are the switches' aggregation nodes.
+struct AggregationTree {
+  std::vector<std::uint32_t> node;    // the nodes' fabric endpoints
+  std::vector<std::int32_t> parent;   // per node: its parent's index, -1 at the root
+  std::vector<std::uint32_t> attach;  // per server position: the node its head's NIC hangs off
+};
 struct CommLayout {
   std::vector<CommRank> ranks;
   std::vector<CommChannel> channels;  // the most a collective may use
@@ -98,6 +108,12 @@ struct CommLayout {
   // Channels a point-to-point transfer to one peer is split over (NCCL's
   // p2pnChannelsPerPeer), each its own thread block and connection.
   int p2p_channels = 1;
+  // CollNet (SHARP): per head index h (nvls_tree_heads' heads, models/nccl/plan.hpp: the ranks
+  // with a NIC of their own, server positions in the order of their first rank), the tree
+  // joining head h of every server. Empty where the fabric cannot aggregate; with a reason
+  // in sharp_refused where it could but not for this communicator (a switch's tree limit).
+  std::vector<AggregationTree> sharp_trees;
+  std::string sharp_refused;
 };
 
 // What the engine needs of a fabric backend (packet level now, flow level later).
@@ -236,6 +252,7 @@ class CollectiveEngine final : public CompletionListener {
     std::uint32_t sender = 0, receiver = 0;  // streams
     Message address{};                       // address.connection: (*qps)[0]
     bool local = false;
+    bool from_switch = false;  // sent by a SHARP aggregation node: no proxy hand-off
     LinkClass link = LinkClass::kNet;
     std::uint32_t posted = 0, arrived = 0, consumed = 0;
     Fifo<Bytes> handoff;  // network sends the proxy has not handed to the NIC yet
@@ -263,6 +280,7 @@ class CollectiveEngine final : public CompletionListener {
     std::uint32_t pending = 0;  // copy timer + in-server sends still to land
     std::int32_t partner = -1;  // stream to poke when one of its ops finishes
     bool nvswitch = false;      // an NVLS pseudo-rank's: the switch's multimem operations
+    bool aggregator = false;    // a SHARP aggregation node's: reductions at line rate
   };
   // One pipeline of a streamed collective (PipelinePort::post_pipeline's arguments).
   struct Pipeline {
@@ -311,6 +329,7 @@ class CollectiveEngine final : public CompletionListener {
   double block_rate(const Run& run, bool reduce) const;
   bool nvls_available(const CommLayout& layout) const;  // inside one server
   int nvls_tree_heads(const CommLayout& layout) const;  // NVLSTree's heads, 0: none
+  int collnet_heads(const CommLayout& layout) const;    // CollNet's heads, 0: no CollNet
   int nvls_channels(int servers) const;  // NCCL_NVLS_NCHANNELS, else NCCL's per-architecture count
   // An NVSwitch multimem operation on one NVLS channel moving `bytes` per edge, with `heads`
   // heads (chunks per loop).

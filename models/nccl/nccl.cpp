@@ -499,17 +499,25 @@ RingGraph nvswitch_ring_graph(double nvlink_gbs, int sm_version) {
   return g;
 }
 
-NvlsTreeGraphBw nvls_tree_graph_bw(double nvlink_gbs, int heads, double nic_gbs, int sm_version) {
-  // search.cc sm100SpeedArrayInter, sm90SpeedArrayInter, speedArrayInter.
+namespace {
+
+// search.cc sm100SpeedArrayInter, sm90SpeedArrayInter, speedArrayInter (across servers).
+std::span<const double> inter_speeds(int sm_version) {
   static constexpr double kSm100[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
                                       20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
   static constexpr double kSm90[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
                                      15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
   static constexpr double kOlder[] = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0,
                                       7.0,  6.0,  5.0,  4.0,  3.0,  2.4,  1.2,  0.24, 0.12};
-  const std::span<const double> steps = sm_version >= 100  ? std::span<const double>(kSm100)
-                                        : sm_version >= 90 ? std::span<const double>(kSm90)
-                                                           : std::span<const double>(kOlder);
+  return sm_version >= 100  ? std::span<const double>(kSm100)
+         : sm_version >= 90 ? std::span<const double>(kSm90)
+                            : std::span<const double>(kOlder);
+}
+
+}  // namespace
+
+NvlsTreeGraphBw nvls_tree_graph_bw(double nvlink_gbs, int heads, double nic_gbs, int sm_version) {
+  const std::span<const double> steps = inter_speeds(sm_version);
   NvlsTreeGraphBw bw;
   if (heads < 1) return bw;
   // The search starts at the largest step a head's NIC carries and steps down until every
@@ -544,6 +552,34 @@ std::uint64_t nvls_tree_chunk_bytes(std::uint64_t bytes, std::uint64_t concurren
   return chunk;
 }
 
+double collnet_graph_bw(double nvlink_gbs, int ppn, int heads, double nic_gbs, int sm_version,
+                        bool direct) {
+  if (heads < 1 || ppn < 1) return 0;
+  const double need =  // NVLink GB/s each way per GB/s of the step
+      ppn == 1 ? 0.0
+      : direct ? 1.0 + static_cast<double>(heads - 1) / (ppn - 1)
+               : 2.0 * heads;
+  const auto fits = [&](double s) { return need * s <= nvlink_gbs + 1e-9; };
+  const std::span<const double> steps = inter_speeds(sm_version);
+  std::size_t i = 0;
+  while (i < steps.size() && (steps[i] > nic_gbs + 1e-9 || !fits(steps[i]))) ++i;
+  if (i == steps.size()) return 0;
+  const double inter = steps[i];
+  while (i > 0 && steps[i] < 2 * inter && fits(steps[i - 1])) --i;  // pass 2 (bwIntra)
+  return steps[i];
+}
+
+std::uint64_t collnet_chunk_bytes(std::uint64_t bytes, std::uint64_t concurrent, std::uint64_t step,
+                                  int depth, bool direct) {
+  std::uint64_t chunk = direct ? step : std::min<std::uint64_t>(262144, step);
+  const auto d = static_cast<std::uint64_t>(std::max(1, depth));
+  const auto loops = [&] { return bytes / (std::max<std::uint64_t>(1, concurrent) * chunk); };
+  while (loops() < d * 64 && chunk > 131072) chunk /= 2;
+  while (loops() < d * 8 && chunk > 65536) chunk /= 2;
+  while (loops() < (direct ? d * 8 : d) && chunk > 32768) chunk /= 2;
+  return std::max<std::uint64_t>(1, chunk);
+}
+
 double tuner_time_us(const TunerInput& in, Algo algo, Proto proto) {
   if (algo == Algo::kNvlsTree) {
     // tuning.cc, two or more servers: Simple only, on the NVLS graph's channels (one per head):
@@ -568,6 +604,53 @@ double tuner_time_us(const TunerInput& in, Algo algo, Proto proto) {
     if (alg <= 0) return HUGE_VAL;
     const double lat = 25.0 + 2 * std::floor(std::log2(in.nnodes)) * 20.9;
     return lat + static_cast<double>(in.bytes) / (1000.0 * alg);
+  }
+  if (algo == Algo::kCollNetDirect || algo == Algo::kCollNetChain) {
+    // tuning.cc, AllReduce with Simple only, on the CollNet graph's channels (one per head):
+    //   busBw = heads x bwIntra (CollNet always takes bwIntra);
+    //   Direct: busBw /= f with f = ppn / heads, f -= (f - 1) / 2 (the GPU/NIC ratio: Direct
+    //           wants a NIC per GPU), and x 0.85 on compute capability 9.0 and later;
+    //   algBw = busBw / 2 (every algorithm but Ring and NVLS);
+    // latency (baseLat 0; hwLat NVLink Direct 3.7 / Chain 2.8 us; network Direct 31 / Chain
+    // 30 us, the Tree's 14 us with one GPU per server; graph latencyInter 0 on InfiniBand):
+    //   Direct: 2 (min(1, ppn - 1) x intra + (ppn - 1) x 0.4 us of arity serialization) + inter,
+    //   Chain:  2 (ppn - 1) x intra + inter.
+    const bool direct = algo == Algo::kCollNetDirect;
+    const double bw = direct ? in.collnet_direct_bw_gbs : in.collnet_chain_bw_gbs;
+    if (in.op != CollOp::kAllReduce || proto != Proto::kSimple || in.nnodes < 2 ||
+        in.collnet_heads < 1 || bw <= 0)
+      return HUGE_VAL;
+    const int ppn = std::max(1, in.nranks / in.nnodes);
+    double bus = in.collnet_heads * bw;
+    if (direct) {
+      double f = static_cast<double>(ppn) / in.collnet_heads;
+      f -= (f - 1) / 2;
+      bus /= f;
+      if (in.sm_version >= 90) bus *= 0.85;
+    }
+    const double alg = bus * 0.5;
+    const double intra = direct ? 3.7 : 2.8;
+    const double inter = ppn == 1 ? 14.0 : direct ? 31.0 : 30.0;
+    const double lat = direct ? 2 * (std::min(1, ppn - 1) * intra + (ppn - 1) * 0.4) + inter
+                              : 2 * (ppn - 1) * intra + inter;
+    return lat + static_cast<double>(in.bytes) / (1000.0 * alg);
+  }
+  if (algo == Algo::kNvls && in.nnodes > 1) {
+    // tuning.cc, across servers NVLS needs CollNet (NCCL_COLLNET_ENABLE and a network that
+    // aggregates: NVLS inside each server, SHARP between them): Simple only, on the NVLS
+    // graph's channels (one per head, nvls_tree_graph_bw):
+    //   bw = min(bwIntra x nvlsEfficiency x (heads - 1) / heads x 2, bwInter),
+    //   busBw = heads x bw, algBw = busBw x nranks / (2 (nranks - 1));
+    // latency: NVLink's hwLat for NVLS Simple (25 us) plus the network's (18 us).
+    if (in.op != CollOp::kAllReduce || proto != Proto::kSimple || in.collnet_heads < 1 ||
+        in.nvls_tree_heads < 2 || in.nvls_tree_bw_intra_gbs <= 0)
+      return HUGE_VAL;
+    const double heads = in.nvls_tree_heads;
+    const double intra = in.nvls_tree_bw_intra_gbs * in.nvls_efficiency * (heads - 1) / heads * 2;
+    const double bus = heads * std::min(intra, in.nvls_tree_bw_inter_gbs);
+    const double alg = bus * in.nranks / (2.0 * (in.nranks - 1));
+    if (alg <= 0) return HUGE_VAL;
+    return 25.0 + 18.0 + static_cast<double>(in.bytes) / (1000.0 * alg);
   }
   if (algo == Algo::kNvls) {
     // tuning.cc, one server: NVLS runs Simple only, on the NVLS graph's channels (one per head):
@@ -647,7 +730,8 @@ TunerChoice tune(const TunerInput& in, const NcclConfig& cfg) {
   TunerChoice best;
   best.predicted_us = HUGE_VAL;
   // NCCL's order (algorithm ids), the first of equal times winning.
-  for (Algo a : {Algo::kTree, Algo::kRing, Algo::kNvls, Algo::kNvlsTree}) {
+  for (Algo a : {Algo::kTree, Algo::kRing, Algo::kCollNetDirect, Algo::kCollNetChain, Algo::kNvls,
+                 Algo::kNvlsTree}) {
     if (cfg.algos.at(in.op, static_cast<int>(a)) == 0) continue;
     for (Proto p : {Proto::kLL, Proto::kLL128, Proto::kSimple}) {
       if (!protocol_enabled(cfg, in.op, p)) continue;

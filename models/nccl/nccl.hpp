@@ -33,9 +33,9 @@ enum class CollOp {
   kAllToAll,
   kSendRecv
 };
-// NCCL's algorithm ids (device.h NCCL_ALGO_*). The collective model runs Tree, Ring and NVLS
-// (single-server AllReduce); the others can be named in NCCL_ALGO (as NCCL parses it) but the
-// tuner never picks them.
+// NCCL's algorithm ids (device.h NCCL_ALGO_*). The collective model runs Ring, and for
+// AllReduce Tree, NVLS (one server), NVLSTree and CollNetDirect/CollNetChain (across servers);
+// PAT can be named in NCCL_ALGO (as NCCL parses it) but the tuner never picks it.
 enum class Algo { kTree, kRing, kCollNetDirect, kCollNetChain, kNvls, kNvlsTree, kPat };
 enum class Proto { kLL, kLL128, kSimple };  // NCCL's ids 0, 1, 2
 inline constexpr int kAlgoCount = 7;
@@ -158,6 +158,11 @@ struct NcclConfig {
   int nvls_enable = 2;
   Bytes nvls_chunksize{128 << 10};
   int nvls_channels = 0;
+  // CollNet (in-network reduction, SHARP; init.cc): NCCL_COLLNET_ENABLE (default unset: off;
+  // 1 on where the network can aggregate) and NCCL_COLLNET_NODE_THRESHOLD (init.cc:857,
+  // default 2: CollNet only on communicators of at least that many servers).
+  int collnet_enable = 0;
+  int collnet_node_threshold = 2;
   // Inter-server order of the ranks (kList: server_list).
   ServerOrder server_order = ServerOrder::kHostfile;
   std::vector<int> server_list;
@@ -239,6 +244,12 @@ struct TunerInput {
   int nvls_tree_heads = 0;
   double nvls_tree_bw_intra_gbs = 0;
   double nvls_tree_bw_inter_gbs = 0;
+  // CollNet (0: not available here): heads per server (the ranks with a NIC of their own,
+  // one aggregation tree each) and the graphs' per-channel bwIntra (collnet_graph_bw; 0:
+  // that algorithm is not available, e.g. CollNetDirect without NVSwitches).
+  int collnet_heads = 0;
+  double collnet_direct_bw_gbs = 0;
+  double collnet_chain_bw_gbs = 0;
 };
 struct TunerChoice {
   Algo algo = Algo::kRing;
@@ -288,6 +299,25 @@ NvlsTreeGraphBw nvls_tree_graph_bw(double nvlink_gbs, int heads, double nic_gbs,
 // NVLS's 8 and 7 on one server, so a channel copies less than NVLS's does. The tuner caps
 // its estimate with it, and the engine caps NVLSTree's thread blocks with it.
 double nvls_tree_channel_busbw_gbs(int sm_version, int nnodes);
+// The CollNet graphs' per-channel bandwidth (search.cc, patterns COLLNET_DIRECT and TREE with
+// collNet set; one channel per head, `heads` of them): bwInter is the largest inter-node speed
+// step a head's NIC carries (nic_gbs) whose intra-server part fits the GPU's NVLink
+// (nvlink_gbs); pass 2 raises bwIntra one step at a time while it stays below 2 x bwInter and
+// fits. What one step s needs of a GPU's NVLink, each way:
+//   Direct: s as its channel's head (s / (ppn - 1) from each peer) plus s / (ppn - 1) to each
+//           of the other heads' channels: s (1 + (heads - 1) / (ppn - 1));
+//   Chain:  s up and s down the chain on every channel: 2 x heads x s.
+// (The search itself walks NCCL's topology graph path by path; this closed form is what it
+// finds on servers whose GPUs reach each other through NVSwitches.)
+double collnet_graph_bw(double nvlink_gbs, int ppn, int heads, double nic_gbs, int sm_version,
+                        bool direct);
+// CollNet's chunk (enqueue.cc, Simple; concurrent = channels x heads for Direct, channels for
+// Chain; depth 2 for Direct, ranks per server for Chain): Direct starts at a step
+// (NCCL_BUFFSIZE / 8), Chain at min(256 KiB, a step); halved while
+// bytes / (concurrent x chunk) < depth x 64 down to 128 KiB, < depth x 8 down to 64 KiB, and
+// (Direct: < depth x 8, Chain: < depth) down to 32 KiB.
+std::uint64_t collnet_chunk_bytes(std::uint64_t bytes, std::uint64_t concurrent, std::uint64_t step,
+                                  int depth, bool direct);
 // NVLSTree's chunk (enqueue.cc): min(NCCL_NVLS_CHUNKSIZE, the tree's maximum chunk: 64 KiB on
 // four or more servers, else the NVLS chunk; nvls.cc), then 256 KiB below 32 x concurrent x
 // chunk bytes, 128 KiB below 16 x, 64 KiB below 4 x, 32 KiB below 1 x (concurrent = channels x

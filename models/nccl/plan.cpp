@@ -105,6 +105,7 @@ std::vector<std::uint64_t> CollectivePlan::units(const Chunker& chunker,
       return chunker.chunks(bytes, static_cast<std::uint32_t>(order.size()));
     case Shape::kNvls:  // loops of one chunk per head
     case Shape::kNvlsTree:
+    case Shape::kCollNetDirect:
       return chunker.chunks(bytes, heads);
     default:
       return chunker.chunks(bytes);
@@ -122,9 +123,11 @@ std::uint64_t CollectivePlan::primitives(const Chunker& chunker, std::uint64_t b
     case Shape::kChain:
       return per_unit * chunker.slice_count(bytes);
     case Shape::kTree:
+    case Shape::kCollNetChain:
       return per_unit * chunker.chunk_count(bytes);
     case Shape::kNvls:
     case Shape::kNvlsTree:
+    case Shape::kCollNetDirect:
       return per_unit * chunker.chunk_count(bytes, heads);
   }
   return per_unit;
@@ -305,7 +308,114 @@ std::vector<std::vector<std::uint32_t>> nvls_tree_heads(const CommLayout& layout
   return heads;
 }
 
-CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel) {
+namespace {
+
+// Each server position's ranks (servers in the order of their first rank, as nvls_tree_heads).
+std::vector<std::vector<std::uint32_t>> ranks_by_server(
+    const CommLayout& layout, const std::vector<std::vector<std::uint32_t>>& heads) {
+  std::vector<std::vector<std::uint32_t>> local(heads.size());
+  for (std::uint32_t r = 0; r < layout.ranks.size(); ++r)
+    for (std::size_t s = 0; s < heads.size(); ++s)
+      if (layout.ranks[heads[s].front()].server == layout.ranks[r].server) {
+        local[s].push_back(r);
+        break;
+      }
+  return local;
+}
+
+// An aggregation tree's edges in a plan: per server position the head's edge into its node
+// and back, per node its edges to and from its children (heads' and nodes') and its parent.
+struct TreeWiring {
+  std::uint32_t first = 0;                                       // pseudo-rank of node 0
+  std::vector<std::uint32_t> head_up, head_down;                 // per server position
+  std::vector<std::vector<std::uint32_t>> from_below, to_below;  // per node
+  std::vector<std::uint32_t> up, down;                           // per node, UINT32_MAX at the root
+};
+
+// Opens tree t's edges: the heads' (sending on head_lane_up, receiving on head_lane_down),
+// then the nodes' towards their parents. A node's result lane is 0 at the root (it reduces
+// and sends back down in one step), else 1.
+TreeWiring wire_tree(CollectivePlan& plan, const AggregationTree& t,
+                     const std::vector<std::uint32_t>& head_of, std::uint8_t head_lane_up,
+                     std::uint8_t head_lane_down) {
+  TreeWiring w;
+  w.first = plan.aggregators_from + static_cast<std::uint32_t>(plan.endpoints.size());
+  plan.endpoints.insert(plan.endpoints.end(), t.node.begin(), t.node.end());
+  const auto nodes = t.node.size();
+  w.from_below.resize(nodes);
+  w.to_below.resize(nodes);
+  w.up.assign(nodes, UINT32_MAX);
+  w.down.assign(nodes, UINT32_MAX);
+  const auto result_lane = [&](std::size_t i) -> std::uint8_t { return t.parent[i] < 0 ? 0 : 1; };
+  for (std::size_t p = 0; p < head_of.size(); ++p) {
+    const std::uint32_t n = t.attach[p];
+    w.head_up.push_back(edge(plan, head_of[p], w.first + n, head_lane_up, 0));
+    w.head_down.push_back(edge(plan, w.first + n, head_of[p], result_lane(n), head_lane_down));
+    w.from_below[n].push_back(w.head_up.back());
+    w.to_below[n].push_back(w.head_down.back());
+  }
+  for (std::size_t i = 0; i < nodes; ++i) {
+    if (t.parent[i] < 0) continue;
+    const auto q = static_cast<std::uint32_t>(t.parent[i]);
+    w.up[i] = edge(plan, w.first + static_cast<std::uint32_t>(i), w.first + q, 0, 0);
+    w.down[i] = edge(plan, w.first + q, w.first + static_cast<std::uint32_t>(i), result_lane(q), 1);
+    w.from_below[q].push_back(w.up[i]);
+    w.to_below[q].push_back(w.down[i]);
+  }
+  return w;
+}
+
+// The nodes' steps (after every rank's): lane 0 sums what comes from below and sends it up
+// (the root: back down), lane 1 copies what comes from above to every child.
+void write_tree_steps(CollectivePlan& plan, PlanWriter& w, const TreeWiring& t) {
+  for (std::size_t i = 0; i < t.from_below.size(); ++i) {
+    plan.order.push_back(t.first + static_cast<std::uint32_t>(i));
+    const bool sums = t.from_below[i].size() > 1;
+    if (t.up[i] == UINT32_MAX) {
+      w.step(t.from_below[i], t.to_below[i], sums, 1, 0);
+    } else {
+      w.step(t.from_below[i], {t.up[i]}, sums, 1, 0);
+      w.step({t.down[i]}, t.to_below[i], false, 1, 1);
+    }
+    w.end_rank();
+  }
+}
+
+// A unit's way through tree `t` from the head of server position p: into its node, up to the
+// root, back down and out to the head (edge indices).
+std::vector<std::uint32_t> tree_way(const AggregationTree& tree, const TreeWiring& t,
+                                    std::size_t p) {
+  std::vector<std::uint32_t> way{t.head_up[p]}, back;
+  std::uint32_t n = tree.attach[p];
+  for (; tree.parent[n] >= 0; n = static_cast<std::uint32_t>(tree.parent[n])) {
+    way.push_back(t.up[n]);
+    back.push_back(t.down[n]);
+  }
+  way.insert(way.end(), back.rbegin(), back.rend());
+  way.push_back(t.head_down[p]);
+  return way;
+}
+
+// The server position whose head's node is deepest in `tree` (the first of equals).
+std::size_t deepest_server(const AggregationTree& tree) {
+  std::size_t best = 0;
+  int best_depth = -1;
+  for (std::size_t p = 0; p < tree.attach.size(); ++p) {
+    int depth = 0;
+    for (std::int32_t n = static_cast<std::int32_t>(tree.attach[p]); tree.parent[n] >= 0;
+         n = tree.parent[n])
+      ++depth;
+    if (depth > best_depth) {
+      best_depth = depth;
+      best = p;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel, bool sharp) {
   CollectivePlan plan;
   plan.shape = CollectivePlan::Shape::kNvlsTree;
   plan.lanes = 4;  // scatter, reduce, gather, broadcast
@@ -315,21 +425,18 @@ CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel) {
   const auto nh = static_cast<std::uint32_t>(heads.empty() ? 0 : heads.front().size());
   plan.switch_ranks_from = n;
   plan.heads = nh;
-  // Each server's ranks, by position.
-  std::vector<std::vector<std::uint32_t>> local(servers);
+  const std::vector<std::vector<std::uint32_t>> local = ranks_by_server(layout, heads);
   std::vector<std::uint32_t> server_of(n);
-  for (std::uint32_t s = 0, r = 0; r < n; ++r) {
-    for (s = 0; s < servers; ++s)
-      if (layout.ranks[heads[s].front()].server == layout.ranks[r].server) break;
-    local[s].push_back(r);
-    server_of[r] = s;
-  }
+  for (std::uint32_t s = 0; s < servers; ++s)
+    for (const std::uint32_t r : local[s]) server_of[r] = s;
   const auto sw = [&](std::uint32_t s, std::uint32_t h) { return n + s * nh + h; };
+  if (sharp) plan.aggregators_from = n + servers * nh;
   std::vector<TreeLinks> tree(servers);
   for (std::uint32_t s = 0; s < servers; ++s)
     tree[s] = channel % 2 == 0 ? nccl_btree(static_cast<int>(servers), static_cast<int>(s))
                                : nccl_dtree(static_cast<int>(servers), static_cast<int>(s));
-  const auto is_root = [&](std::uint32_t s) { return tree[s].up < 0; };
+  // With SHARP no head is a root: every one sends into its tree and receives the result.
+  const auto is_root = [&](std::uint32_t s) { return !sharp && tree[s].up < 0; };
   const auto children = [&](std::uint32_t s) {
     std::vector<std::uint32_t> out;
     for (const int k : {tree[s].down0, tree[s].down1})
@@ -351,12 +458,18 @@ CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel) {
       reduced[i] = edge(plan, sw(s, h), head, 0, 1);
       stored[i] = edge(plan, head, sw(s, h), result_lane(s), 1);
       for (const std::uint32_t g : local[s]) fan_out[i].push_back(edge(plan, sw(s, h), g, 1, 2));
-      if (!is_root(s)) {
+      if (!is_root(s) && !sharp) {
         const auto p = static_cast<std::uint32_t>(tree[s].up);
         net_up[i] = edge(plan, head, heads[p][h], 1, 1);
         net_down[i] = edge(plan, heads[p][h], head, result_lane(p), 3);
       }
     }
+  std::vector<TreeWiring> sharp_trees;  // per head, with SHARP
+  for (std::uint32_t h = 0; sharp && h < nh; ++h) {
+    std::vector<std::uint32_t> head_of;
+    for (std::uint32_t s = 0; s < servers; ++s) head_of.push_back(heads[s][h]);
+    sharp_trees.push_back(wire_tree(plan, layout.sharp_trees[h], head_of, 1, 3));
+  }
   PlanWriter w(plan);
   for (std::uint32_t r = 0; r < n; ++r) {
     plan.order.push_back(r);
@@ -372,19 +485,24 @@ CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel) {
     const auto h_it = std::find(heads[s].begin(), heads[s].end(), r);
     if (h_it != heads[s].end()) {
       const auto h = static_cast<std::uint32_t>(h_it - heads[s].begin());
-      std::vector<std::uint32_t> from_below{reduced[at(s, h)]}, to_children;
-      for (const std::uint32_t k : children(s)) {
-        from_below.push_back(net_up[at(k, h)]);
-        to_children.push_back(net_down[at(k, h)]);
-      }
-      std::vector<std::uint32_t> result{stored[at(s, h)]};
-      result.insert(result.end(), to_children.begin(), to_children.end());
-      const bool sums = from_below.size() > 1;  // else it forwards the switch's reduction
-      if (is_root(s)) {
-        w.step(from_below, result, sums, 1, 1);
+      if (sharp) {  // the switch's reduction into the tree, the tree's result stored
+        w.step({reduced[at(s, h)]}, {sharp_trees[h].head_up[s]}, false, 1, 1);
+        w.step({sharp_trees[h].head_down[s]}, {stored[at(s, h)]}, false, 1, 3);
       } else {
-        w.step(from_below, {net_up[at(s, h)]}, sums, 1, 1);
-        w.step({net_down[at(s, h)]}, result, false, 1, 3);
+        std::vector<std::uint32_t> from_below{reduced[at(s, h)]}, to_children;
+        for (const std::uint32_t k : children(s)) {
+          from_below.push_back(net_up[at(k, h)]);
+          to_children.push_back(net_down[at(k, h)]);
+        }
+        std::vector<std::uint32_t> result{stored[at(s, h)]};
+        result.insert(result.end(), to_children.begin(), to_children.end());
+        const bool sums = from_below.size() > 1;  // else it forwards the switch's reduction
+        if (is_root(s)) {
+          w.step(from_below, result, sums, 1, 1);
+        } else {
+          w.step(from_below, {net_up[at(s, h)]}, sums, 1, 1);
+          w.step({net_down[at(s, h)]}, result, false, 1, 3);
+        }
       }
     }
     w.step(from_heads, {}, false, 1, 2, false, true);
@@ -397,6 +515,20 @@ CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel) {
       w.step({stored[at(s, h)]}, fan_out[at(s, h)], false, 1, 1);
       w.end_rank();
     }
+  for (const TreeWiring& t : sharp_trees) write_tree_steps(plan, w, t);
+  if (nh == 0) return plan;
+  if (sharp) {
+    // A chunk's way: the deepest server's first GPU to head 0's switch, its reduction to the
+    // head, through tree 0 and back, the head's store and the copy out.
+    const std::size_t p = deepest_server(layout.sharp_trees[0]);
+    plan.fill = {up[at(static_cast<std::uint32_t>(p), 0)].front(),
+                 reduced[at(static_cast<std::uint32_t>(p), 0)]};
+    for (const std::uint32_t e : tree_way(layout.sharp_trees[0], sharp_trees[0], p))
+      plan.fill.push_back(e);
+    plan.fill.push_back(stored[at(static_cast<std::uint32_t>(p), 0)]);
+    plan.fill.push_back(fan_out[at(static_cast<std::uint32_t>(p), 0)].front());
+    return plan;
+  }
   // A chunk's way: from the deepest server's first GPU up to head 0's switch, its reduction,
   // the tree up to the root, the root's store, back down, the store there and the copy out.
   std::uint32_t deepest = 0;
@@ -409,7 +541,6 @@ CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel) {
       deepest = s;
     }
   }
-  if (nh == 0) return plan;
   plan.fill = {up[at(deepest, 0)].front(), reduced[at(deepest, 0)]};
   std::vector<std::uint32_t> way_down;
   std::uint32_t q = deepest;
@@ -426,9 +557,146 @@ CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel) {
   return plan;
 }
 
+CollectivePlan plan_collnet_direct(const CommLayout& layout) {
+  CollectivePlan plan;
+  plan.shape = CollectivePlan::Shape::kCollNetDirect;
+  plan.lanes = 4;  // scatter, reduce into the tree, gather, broadcast from it
+  const auto n = static_cast<std::uint32_t>(layout.ranks.size());
+  const std::vector<std::vector<std::uint32_t>> heads = nvls_tree_heads(layout);
+  const std::vector<std::vector<std::uint32_t>> local = ranks_by_server(layout, heads);
+  const std::size_t servers = heads.size(), nh = heads.empty() ? 0 : heads.front().size();
+  plan.aggregators_from = n;
+  plan.heads = static_cast<std::uint32_t>(nh);
+  // Per (server, head): the edges from every other GPU of the server to the head (scatter)
+  // and from the head to them (broadcast), indexed by the GPU's place on its server.
+  std::vector<std::vector<std::vector<std::uint32_t>>> scatter(servers), bcast(servers);
+  for (std::size_t s = 0; s < servers; ++s) {
+    scatter[s].resize(nh);
+    bcast[s].resize(nh);
+    for (std::size_t h = 0; h < nh; ++h) {
+      const std::uint32_t head = heads[s][h];
+      for (const std::uint32_t g : local[s]) {
+        scatter[s][h].push_back(g == head ? UINT32_MAX : edge(plan, g, head, 0, 1));
+        bcast[s][h].push_back(g == head ? UINT32_MAX : edge(plan, head, g, 3, 2));
+      }
+    }
+  }
+  std::vector<TreeWiring> trees;
+  for (std::size_t h = 0; h < nh; ++h) {
+    std::vector<std::uint32_t> head_of;
+    for (std::size_t s = 0; s < servers; ++s) head_of.push_back(heads[s][h]);
+    trees.push_back(wire_tree(plan, layout.sharp_trees[h], head_of, 1, 3));
+  }
+  PlanWriter w(plan);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    plan.order.push_back(r);
+    std::size_t s = 0;
+    while (std::find(local[s].begin(), local[s].end(), r) == local[s].end()) ++s;
+    const auto g =
+        static_cast<std::size_t>(std::find(local[s].begin(), local[s].end(), r) - local[s].begin());
+    std::vector<std::uint32_t> to_heads, from_heads;
+    for (std::size_t h = 0; h < nh; ++h)
+      if (scatter[s][h][g] != UINT32_MAX) {
+        to_heads.push_back(scatter[s][h][g]);
+        from_heads.push_back(bcast[s][h][g]);
+      }
+    if (!to_heads.empty()) w.step({}, to_heads, false, 1, 0, false, true);
+    const auto h_it = std::find(heads[s].begin(), heads[s].end(), r);
+    if (h_it != heads[s].end()) {
+      const auto h = static_cast<std::size_t>(h_it - heads[s].begin());
+      std::vector<std::uint32_t> from_peers, to_peers;
+      for (std::size_t k = 0; k < local[s].size(); ++k)
+        if (scatter[s][h][k] != UINT32_MAX) {
+          from_peers.push_back(scatter[s][h][k]);
+          to_peers.push_back(bcast[s][h][k]);
+        }
+      w.step(from_peers, {trees[h].head_up[s]}, !from_peers.empty(), 1, 1);
+      w.step({trees[h].head_down[s]}, to_peers, false, 1, 3);
+    }
+    if (!from_heads.empty()) w.step(from_heads, {}, false, 1, 2, false, true);
+    w.end_rank();
+  }
+  for (const TreeWiring& t : trees) write_tree_steps(plan, w, t);
+  // A chunk's way: from a GPU of the deepest server to head 0 (if it is not head 0 itself),
+  // through tree 0 and back out to that GPU.
+  if (nh == 0) return plan;
+  const std::size_t p = deepest_server(layout.sharp_trees[0]);
+  const std::size_t g = local[p].size() > 1 && local[p][0] == heads[p][0] ? 1 : 0;
+  if (scatter[p][0][g] != UINT32_MAX) plan.fill.push_back(scatter[p][0][g]);
+  for (const std::uint32_t e : tree_way(layout.sharp_trees[0], trees[0], p)) plan.fill.push_back(e);
+  if (bcast[p][0][g] != UINT32_MAX) plan.fill.push_back(bcast[p][0][g]);
+  return plan;
+}
+
+CollectivePlan plan_collnet_chain(const CommLayout& layout, int channel) {
+  CollectivePlan plan;
+  plan.shape = CollectivePlan::Shape::kCollNetChain;
+  plan.lanes = 2;  // reduce up, broadcast down
+  const auto n = static_cast<std::uint32_t>(layout.ranks.size());
+  const std::vector<std::vector<std::uint32_t>> heads = nvls_tree_heads(layout);
+  const std::vector<std::vector<std::uint32_t>> local = ranks_by_server(layout, heads);
+  const std::size_t servers = heads.size(), nh = heads.empty() ? 0 : heads.front().size();
+  plan.aggregators_from = n;
+  plan.heads = 1;
+  if (nh == 0) return plan;
+  const std::size_t t = static_cast<std::size_t>(channel) % nh;
+  const CommChannel& ch =
+      layout.channels[static_cast<std::size_t>(channel) % layout.channels.size()];
+  // Per server the chain: its ranks in the channel's ring order after the head, the head last.
+  std::vector<std::vector<std::uint32_t>> chain(servers);
+  std::vector<std::uint32_t> head_of(servers);
+  for (std::size_t s = 0; s < servers; ++s) {
+    head_of[s] = heads[s][t];
+    const auto at = std::find(ch.ring.begin(), ch.ring.end(), head_of[s]) - ch.ring.begin();
+    for (std::size_t i = 1; i <= ch.ring.size(); ++i) {
+      const std::uint32_t r = ch.ring[(static_cast<std::size_t>(at) + i) % ch.ring.size()];
+      if (std::find(local[s].begin(), local[s].end(), r) != local[s].end()) chain[s].push_back(r);
+    }
+  }
+  // Chain edges: link i joins chain[i] and chain[i + 1], up on lane 0, down on lane 1.
+  std::vector<std::vector<std::uint32_t>> up(servers), down(servers);
+  for (std::size_t s = 0; s < servers; ++s)
+    for (std::size_t i = 0; i + 1 < chain[s].size(); ++i) {
+      up[s].push_back(edge(plan, chain[s][i], chain[s][i + 1], 0));
+      down[s].push_back(edge(plan, chain[s][i + 1], chain[s][i], 1));
+    }
+  const TreeWiring tree = wire_tree(plan, layout.sharp_trees[t], head_of, 0, 1);
+  PlanWriter w(plan);
+  for (std::uint32_t r = 0; r < n; ++r) {
+    plan.order.push_back(r);
+    std::size_t s = 0;
+    while (std::find(chain[s].begin(), chain[s].end(), r) == chain[s].end()) ++s;
+    const auto i =
+        static_cast<std::size_t>(std::find(chain[s].begin(), chain[s].end(), r) - chain[s].begin());
+    const bool head = i + 1 == chain[s].size();
+    std::vector<std::uint32_t> from_below, to_below;
+    if (i > 0) {
+      from_below.push_back(up[s][i - 1]);
+      to_below.push_back(down[s][i - 1]);
+    }
+    const std::uint32_t to_above = head ? tree.head_up[s] : up[s][i];
+    const std::uint32_t from_above = head ? tree.head_down[s] : down[s][i];
+    w.step(from_below, {to_above}, i > 0, 1, 0);
+    w.step({from_above}, to_below, false, 1, 1);
+    w.end_rank();
+  }
+  write_tree_steps(plan, w, tree);
+  // A chunk's way: from the deepest server's chain start up the chain, through the tree, and
+  // back down the chain.
+  const std::size_t p = deepest_server(layout.sharp_trees[t]);
+  plan.fill = up[p];
+  for (const std::uint32_t e : tree_way(layout.sharp_trees[t], tree, p)) plan.fill.push_back(e);
+  plan.fill.insert(plan.fill.end(), down[p].rbegin(), down[p].rend());
+  return plan;
+}
+
 CollectivePlan plan_collective(const CommLayout& layout, int c, CollOp op, Algo algo, int root) {
   const CommChannel& ch = layout.channels[static_cast<std::size_t>(c) % layout.channels.size()];
-  if (op == CollOp::kAllReduce && algo == Algo::kNvlsTree) return plan_nvls_tree(layout, c);
+  if (op == CollOp::kAllReduce && algo == Algo::kNvlsTree) return plan_nvls_tree(layout, c, false);
+  if (op == CollOp::kAllReduce && algo == Algo::kNvls && layout.servers > 1)
+    return plan_nvls_tree(layout, c, true);
+  if (op == CollOp::kAllReduce && algo == Algo::kCollNetDirect) return plan_collnet_direct(layout);
+  if (op == CollOp::kAllReduce && algo == Algo::kCollNetChain) return plan_collnet_chain(layout, c);
   if (op == CollOp::kAllReduce && algo == Algo::kNvls)
     return plan_nvls(static_cast<std::uint32_t>(ch.ring.size()));
   if (op == CollOp::kAllReduce && algo == Algo::kTree) return plan_tree(ch);

@@ -51,6 +51,23 @@
 // (multimem.st) and sends it to its children; a non-root head's broadcast lane (3) receives it
 // from the parent, stores it and passes it on. Gather (lane 2) as NVLS. Per loop each head's
 // NVLink carries H + 1 chunks each way, as NVLS; its NIC one chunk each way per tree edge.
+//
+// CollNet (SHARP: reductions in the InfiniBand switches; all_reduce.h RunWorkColl<...,
+// NCCL_ALGO_COLLNET_DIRECT / _CHAIN, ...>, connect.cc connectCollNet). The network part is the
+// same for both: head h of every server (CommLayout::sharp_trees[h]) sends its partial sum to
+// the aggregation node of its leaf switch; each node (a pseudo-rank past the communicator's,
+// run by the switch, no thread block) receives its children's (heads' or nodes') data on lane
+// 0, reduces it and sends it to its parent; the root instead sends the sum back down, and a
+// node's lane 1 copies what comes from its parent to every child, so every head receives the
+// result. A server's data crosses each head's NIC once each way, against a ring's 2 (N-1)/N.
+//   Direct (needs NVSwitches): as NVLS with the heads' blocks doing the reduction: a loop is
+//     H chunks, head h's. Every GPU scatters (lane 0) chunk h to head h (its own it keeps);
+//     head h's reduce lane (1) sums the server's chunk h and sends it into tree h; its
+//     broadcast lane (3) receives the result and copies it to every other GPU, whose gather
+//     lane (2) receives it.
+//   Chain: channel c uses tree c mod H. Inside a server the GPUs form a chain in the channel's
+//     ring order ending at the head; lane 0 reduces up the chain (the head into the tree),
+//     lane 1 broadcasts the result from the head back down.
 
 #include <cstdint>
 #include <span>
@@ -87,7 +104,7 @@ struct PlanStep {
 };
 
 struct CollectivePlan {
-  enum class Shape { kRing, kChain, kTree, kNvls, kNvlsTree };
+  enum class Shape { kRing, kChain, kTree, kNvls, kNvlsTree, kCollNetDirect, kCollNetChain };
   Shape shape = Shape::kRing;
   int lanes = 1;
   std::vector<std::uint32_t> order;  // ranks
@@ -113,6 +130,12 @@ struct CollectivePlan {
   std::uint32_t switch_ranks_from = UINT32_MAX;
   std::uint32_t heads = 0;
   bool nvls() const { return shape == Shape::kNvls || shape == Shape::kNvlsTree; }
+  // CollNet: ranks at or past this one are aggregation nodes, pseudo-rank r the fabric endpoint
+  // endpoints[r - aggregators_from].
+  std::uint32_t aggregators_from = UINT32_MAX;
+  std::vector<std::uint32_t> endpoints;
+  bool collnet() const { return shape == Shape::kCollNetDirect || shape == Shape::kCollNetChain; }
+  bool aggregator(std::uint32_t rank) const { return rank >= aggregators_from; }
   // The units `bytes` of one channel are cut into (one chunker makes every cut).
   std::vector<std::uint64_t> units(const Chunker& chunker, std::uint64_t bytes) const;
   // Primitives the plan runs on `bytes` of one channel, counted without cutting them.
@@ -128,9 +151,14 @@ CollectivePlan plan_nvls(std::uint32_t ranks);
 // heads: its ranks with a NIC of their own (the first rank on each NIC), the same number on
 // every server (the fewest any has). Empty unless every server has as many ranks.
 std::vector<std::vector<std::uint32_t>> nvls_tree_heads(const CommLayout& layout);
-CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel);
-// The plan NCCL runs for `op` with `algo` on channel c of `layout` (Tree, NVLS and NVLSTree
-// only for AllReduce; Broadcast and Reduce as chains; the rest as rings). Not for
+// With `sharp` (NCCL's NVLS algorithm across servers, which needs CollNet): the heads' network
+// part is the layout's SHARP tree per head instead of the double binary tree between heads.
+CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel, bool sharp);
+// CollNet over the layout's SHARP trees (one per head; needs as many heads on every server).
+CollectivePlan plan_collnet_direct(const CommLayout& layout);
+CollectivePlan plan_collnet_chain(const CommLayout& layout, int channel);
+// The plan NCCL runs for `op` with `algo` on channel c of `layout` (Tree, NVLS, NVLSTree and
+// CollNet only for AllReduce; Broadcast and Reduce as chains; the rest as rings). Not for
 // point-to-point operations.
 CollectivePlan plan_collective(const CommLayout& layout, int c, CollOp op, Algo algo, int root);
 

@@ -125,3 +125,43 @@ TEST(Sharp, HostTrafficIsRoutedAsWithoutAggregationNodes) {
       EXPECT_EQ(with.time_us[0], without.time_us[0]) << fidelity << " " << routing;
     }
 }
+
+TEST(Sharp, AnAggregationNodeFeedsAndDrainsEveryPortAtOnce) {
+  // 2 x DGX A100 on one 200G InfiniBand switch (16 NICs; its node is endpoint 16, behind an
+  // internal port of 16 x 200G). 4 MiB from every NIC into the node, then 4 MiB from the node
+  // to every NIC: each NIC's link is the only bottleneck, so each leg takes one NIC's time,
+  // 4 MiB at 200G = 168 us (+ headers, ~4 %), not 16 of them one after the other.
+  const std::string toml = R"(
+[server]
+preset = "dgx-a100"
+count = 2
+[fabric]
+kind = "star"
+technology = "infiniband"
+link_rate = "200Gbps"
+[switch]
+sharp = true
+)";
+  for (const char* fidelity : {"packet", "flow"}) {
+    const Scenario s = load_scenario_text(
+        toml, "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
+    const BuiltCluster c(s);
+    ASSERT_EQ(c.topology.fabric_endpoint_count(), 17u);
+    Simulation sim(s.seed);
+    const auto fabric = make_fabric(sim, s, c);
+    const Bytes size(4 << 20);
+    const Time second_leg = Time::from_ps(1'000'000'000);  // 1 ms: after the first
+    for (std::uint32_t e = 0; e < 16; ++e) {
+      fabric->messages().push_back({.src = e, .dst = 16, .size = size, .start = Time::zero()});
+      fabric->messages().push_back({.src = 16, .dst = e, .size = size, .start = second_leg});
+    }
+    fabric->start_messages();
+    sim.run_until(Time::from_ps(3'000'000'000));
+    for (const Message& m : fabric->messages()) {
+      ASSERT_TRUE(m.complete()) << fidelity << " " << m.src << " -> " << m.dst;
+      EXPECT_GT(m.finish - m.start, Time::from_ps(167'000'000)) << fidelity;
+      EXPECT_LT(m.finish - m.start, Time::from_ps(185'000'000))
+          << fidelity << " " << m.src << " -> " << m.dst;
+    }
+  }
+}
