@@ -133,12 +133,17 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
   r.bottlenecks = full.bottlenecks;
   const double n = scenario.cluster.servers;
   const double dp_s = w.dp_active.seconds() / std::max(1, scenario.workload.pipeline_stages);
-  // Bytes each NIC received from the network per step, from the NICs' counters (both levels
-  // count what crossed the network, whichever algorithm the tuner chose).
+  // Bytes each NIC received from the network per step, from the hosts' NICs' counters (both
+  // levels count what crossed the network, whichever algorithm the tuner chose; a switch's
+  // SHARP aggregation node is an endpoint with counters too, but no NIC of a server).
+  const auto& g = cluster.topology.graph();
+  std::set<std::string> host_nics;
+  for (const Vertex v : cluster.topology.endpoints())
+    host_nics.insert(g[v].name + ".rx_payload_bytes");
   const double nics = static_cast<double>(cluster.topology.endpoints().size());
   double received = 0;
   for (const auto& [name, value] : full.counters)
-    if (name.ends_with(".rx_payload_bytes")) received += static_cast<double>(value);
+    if (host_nics.contains(name)) received += static_cast<double>(value);
   const double per_nic_bytes = received / nics / scenario.workload.steps;
   const double single_tps = alone.workload.tokens_per_s;
   r.metrics = {
