@@ -395,6 +395,7 @@ std::uint8_t priority_mask(const std::vector<std::int64_t>& priorities) {
 PcieDistance gdr_distance(const std::string& level) {
   return level == "SYS"                      ? PcieDistance::kSys
          : level == "PHB" || level == "NODE" ? PcieDistance::kPhb
+         : level == "PIX"                    ? PcieDistance::kPix
                                              : PcieDistance::kPxb;
 }
 

@@ -523,9 +523,10 @@ void add_nic(std::vector<KeySpec>& k) {
                .choices = {"PIX", "PXB", "PHB", "NODE", "SYS"},
                .doc =
                    "as `NCCL_NET_GDR_LEVEL`: GPUDirect is used for a GPU–NIC pair only when their "
-                   "PCIe path is within this distance (PIX/PXB: under one PCIe switch; PHB/NODE: "
-                   "through their CPU; SYS: across sockets); other pairs are staged. The choice is "
-                   "made per GPU–NIC pair, so per transfer"});
+                   "PCIe path is within this distance (PIX: under one single-level PCIe switch; "
+                   "PXB: under one switch of two levels, as on a DGX A100; PHB/NODE: through "
+                   "their CPU; SYS: across sockets); other pairs are staged. The choice is made "
+                   "per GPU–NIC pair, so per transfer"});
 
   k.push_back({.path = "nic.tcp.congestion",
                .type = T::kChoice,
@@ -1194,14 +1195,15 @@ void add_nccl(std::vector<KeySpec>& k) {
                .doc = "0: the NIC does not read GPU memory for sends (paths.cc "
                       "ncclTopoCheckGdr): send data is staged through host memory on the NIC's "
                       "socket, receives still land in GPU memory by GPUDirect"});
-  optional_choice("NCCL_P2P_LEVEL", {"LOC", "NVL", "PIX", "PXB", "PHB", "SYS"},
-                  "`PXB` (NCCL's default)",
-                  "how far apart two GPUs of a server may be and still use peer to peer (NCCL "
-                  "`paths.cc` ncclTopoCheckP2p): NVLink counts as `NVL`, PCIe under switches as "
-                  "`PXB` (a single switch too), through one CPU as `PHB`, across sockets as "
-                  "`SYS`. Pairs further apart (and all with `LOC`) use NCCL's SHM transport, "
-                  "staged through host memory of the receiver's socket (so a DGX with `LOC` or "
-                  "`NCCL_P2P_DISABLE=1` leaves NVLink idle), at both fidelity levels");
+  optional_choice(
+      "NCCL_P2P_LEVEL", {"LOC", "NVL", "PIX", "PXB", "PHB", "SYS"}, "`PXB` (NCCL's default)",
+      "how far apart two GPUs of a server may be and still use peer to peer (NCCL "
+      "`paths.cc` ncclTopoCheckP2p): NVLink counts as `NVL`, PCIe under one single-level "
+      "switch as `PIX`, under a two-level switch as `PXB`, through one CPU as "
+      "`PHB`, across sockets as `SYS`. Pairs further apart (and all with `LOC`) use NCCL's SHM "
+      "transport, "
+      "staged through host memory of the receiver's socket (so a DGX with `LOC` or "
+      "`NCCL_P2P_DISABLE=1` leaves NVLink idle), at both fidelity levels");
   k.push_back({.path = "nccl.NCCL_P2P_DISABLE",
                .type = T::kInteger,
                .presence = P::kOptional,

@@ -7,11 +7,13 @@
 
 namespace fabricsim {
 
-// GPU-NIC distance classes, as NCCL_NET_GDR_LEVEL names them.
-enum class PcieDistance { kPxb = 1, kPhb = 2, kSys = 3 };
+// PCIe distance classes, as NCCL_NET_GDR_LEVEL and NCCL_P2P_LEVEL name them (graph/topo.h
+// PATH_PIX, PATH_PXB, PATH_PHB, PATH_SYS).
+enum class PcieDistance { kPix = 0, kPxb = 1, kPhb = 2, kSys = 3 };
 
-// NCCL's distance class of a GPU-NIC pair: the CPUs their PCIe path crosses (0: PXB, 1: PHB,
-// more: SYS).
+// NCCL's distance class of two PCIe devices of a server (a GPU and a NIC, or two GPUs): no CPU
+// on their path and one PCIe switch of one level between them PIX, a two-level switch PXB; one
+// CPU PHB; more SYS.
 PcieDistance pcie_distance(const TopologyGraph& g, Vertex gpu, Vertex nic);
 // The CPU (socket) a NIC hangs off: where a transfer without GPUDirect is staged.
 Vertex nic_socket_cpu(const TopologyGraph& g, Vertex nic);

@@ -153,7 +153,7 @@ std::vector<Vertex> add_server(Topology& topo, const ServerSpec& s, int server) 
   for (std::size_t p = 0; p < s.pcie_switches.size(); ++p) {
     const int socket = s.pcie_switches[p].socket;
     pcie.push_back(topo.add_node({NodeKind::kPcieSwitch, name("pcie", static_cast<int>(p)), server,
-                                  static_cast<int>(p), 0, 0, socket}));
+                                  static_cast<int>(p), 0, 0, socket, s.pcie_switches[p].levels}));
     topo.add_link(pcie.back(), cpus[socket],
                   {LinkKind::kPcie, s.uplink_pcie.rate(), s.pcie_latency, 1, 0});
   }

@@ -40,6 +40,9 @@ struct NodeInfo {
   int tier = 0;     // network switches: 1 leaf/edge, 2 spine/aggregation, 3 core
   int ports = 0;    // network switches: port count (0 = unlimited)
   int socket = 0;   // in-server components: CPU socket (NUMA node) they hang off
+  // PCIe switches: 1 when the devices below it are PIX to each other (one switch), 2 when they
+  // are PXB (a two-level switch: several bridges between them, no host bridge).
+  int pcie_levels = 1;
 };
 
 struct LinkInfo {

@@ -574,3 +574,46 @@ TEST(PacketFabric, SameSeedGivesIdenticalCountersAndTimeSeries) {
   EXPECT_EQ(timeseries_csv(a), timeseries_csv(b));
   EXPECT_GT(a.series_names.size(), 10u);
 }
+
+TEST(PacketFabric, PixAndPxbAreToldApart) {
+  // NCCL's path types (graph/topo.h): two PCIe devices under one single-level switch are PIX,
+  // under a two-level switch PXB. A DGX H100's GPU 0 and NIC 0 are PIX, a DGX A100's PXB, so
+  // NCCL_NET_GDR_LEVEL=PIX keeps GPUDirect on the first and stages the second; the default
+  // (PXB) keeps both.
+  const auto gdr = [](const char* preset, std::vector<std::string> set) {
+    const Scenario s = load_scenario_text(
+        fmt::format("[server]\npreset = \"{}\"\ncount = 2\n[fabric]\nlink_rate = \"200Gbps\"\n"
+                    "[traffic]\nmessage_size = \"1MiB\"\n",
+                    preset),
+        "t.toml", {.overrides = std::move(set)});
+    const BuiltCluster c(s);
+    Simulation sim(1);
+    PacketNetwork net(sim, c.topology, c.routing, s.network);
+    return net.host_fabric()->uses_gpudirect(0);
+  };
+  const std::string pix = "nccl.NCCL_NET_GDR_LEVEL=\"PIX\"";
+  EXPECT_TRUE(gdr("dgx-h100", {pix}));
+  EXPECT_FALSE(gdr("dgx-a100", {pix}));
+  EXPECT_TRUE(gdr("dgx-a100", {}));
+  // Two GPUs of the PCIe-only preset share a single-level switch: peer to peer with
+  // NCCL_P2P_LEVEL=PIX; make the switch two-level and the pair is PXB, staged at PIX, peer to
+  // peer at NCCL's default PXB.
+  const auto path = [](std::vector<std::string> set) {
+    const Scenario s = load_scenario_text(
+        "[server]\npreset = \"pcie-8gpu\"\ncount = 1\n[fabric]\nlink_rate = \"100Gbps\"\n"
+        "[traffic]\nmessage_size = \"1MiB\"\n",
+        "t.toml", {.overrides = std::move(set)});
+    const BuiltCluster c(s);
+    const auto& g = c.topology.graph();
+    std::vector<Vertex> gpu;
+    for (auto [v, end] = boost::vertices(g); v != end; ++v)
+      if (g[*v].kind == NodeKind::kGpu && g[*v].index < 2) gpu.push_back(*v);
+    EXPECT_EQ(gpu.size(), 2u);
+    return s.network.host.gpu_path(g, gpu[0], gpu[1]);
+  };
+  const std::string p2p_pix = "nccl.NCCL_P2P_LEVEL=\"PIX\"";
+  const std::string two_level = "server.pcie_switch_levels=2";
+  EXPECT_EQ(path({p2p_pix}), GpuPath::kPcieP2p);
+  EXPECT_EQ(path({p2p_pix, two_level}), GpuPath::kHostMemory);
+  EXPECT_EQ(path({two_level}), GpuPath::kPcieP2p);
+}
