@@ -16,16 +16,18 @@ namespace {
 
 // The SHARP streaming-aggregation trees for a communicator, one per CollNet head index h
 // (the aggregation manager builds a tree per group of NICs, NCCL opens a CollNet
-// communicator per head). Tree h: the leaf switch of head h's NIC on every server, and, where
-// they differ, a root among the lowest-tier switches every one of those leaves reaches going
-// up (tier by tier), root number h mod their count in vertex order, so trees spread over the
-// spines; each leaf joins the root along the first shortest upward path (port order) until
-// it meets the tree. The nodes are the switches' aggregation nodes.
+// communicator per head). Tree h joins the leaf switch of head h's NIC on every server and,
+// where they differ, a root among the lowest-tier switches every one of those leaves reaches
+// going up (tier by tier); each leaf joins the root along the first shortest upward path (port
+// order) until it meets the tree. The nodes are the switches' aggregation nodes.
 //
 // Limits (NVIDIA SHARP 3.13 release notes): a Quantum (HDR) switch runs one streaming
 // aggregation tree at a time, a Quantum-2 (NDR) one per port. `per_switch` > 0 allows that
-// many trees through a switch; 0 one per port: no two trees may share a cable between two
-// switches (a head's NIC is its tree's alone).
+// many trees through a switch; 0 one per port: no two trees share a cable between two switches
+// (a head's NIC is its tree's alone). Roots are tried from number h mod their count on, in
+// vertex order, and the first whose tree fits beside the trees already placed is taken (the
+// manager spreads trees over the spines); when none fits, the communicator gets no CollNet and
+// sharp_refused says which switch or cable ran out.
 void add_sharp_trees(const Topology& topo, const Routing& routing, CommLayout& layout,
                      int per_switch) {
   const auto& g = topo.graph();
@@ -45,13 +47,18 @@ void add_sharp_trees(const Topology& topo, const Routing& routing, CommLayout& l
     }
     return out;
   };
-  std::map<std::pair<Vertex, Vertex>, int> cable_trees;  // (child, parent) -> trees
+  const auto links_between = [&](Vertex a, Vertex b) {
+    int links = 0;
+    for (auto [e, end] = boost::out_edges(a, g); e != end; ++e) links += boost::target(*e, g) == b;
+    return links;
+  };
+  std::map<std::pair<Vertex, Vertex>, int> cable_trees;  // (child, parent) -> trees placed
   std::map<Vertex, int> switch_trees;
   for (std::size_t h = 0; h < heads.front().size(); ++h) {
     std::vector<Vertex> leaf(heads.size());
     for (std::size_t p = 0; p < heads.size(); ++p)
       leaf[p] = routing.switch_vertex(routing.endpoint_switch(layout.ranks[heads[p][h]].nic));
-    std::set<Vertex> leaves(leaf.begin(), leaf.end());
+    const std::set<Vertex> leaves(leaf.begin(), leaf.end());
     // Per leaf: every switch it reaches going up, with the first shortest way's previous hop.
     std::map<Vertex, std::map<Vertex, Vertex>> came_from;
     for (const Vertex l : leaves) {
@@ -66,14 +73,14 @@ void add_sharp_trees(const Topology& topo, const Routing& routing, CommLayout& l
         frontier = std::move(next);
       }
     }
-    Vertex root = *leaves.begin();
+    std::vector<Vertex> roots{*leaves.begin()};
     if (leaves.size() > 1) {
-      std::vector<Vertex> common;
+      roots.clear();
       for (const auto& [v, from] : came_from.begin()->second)
         if (std::all_of(leaves.begin(), leaves.end(),
                         [&](Vertex l) { return came_from[l].contains(v); }))
-          common.push_back(v);
-      if (common.empty()) {
+          roots.push_back(v);
+      if (roots.empty()) {
         layout.sharp_refused = fmt::format(
             "no switch is above every leaf of head {}'s NICs, so no aggregation tree joins them",
             h);
@@ -81,58 +88,67 @@ void add_sharp_trees(const Topology& topo, const Routing& routing, CommLayout& l
         return;
       }
       int lowest = std::numeric_limits<int>::max();
-      for (const Vertex v : common) lowest = std::min(lowest, g[v].tier);
-      std::erase_if(common, [&](Vertex v) { return g[v].tier != lowest; });
-      root = common[h % common.size()];
+      for (const Vertex v : roots) lowest = std::min(lowest, g[v].tier);
+      std::erase_if(roots, [&](Vertex v) { return g[v].tier != lowest; });
+      std::rotate(roots.begin(), roots.begin() + static_cast<std::ptrdiff_t>(h % roots.size()),
+                  roots.end());
+    }
+    // The tree under `root`: its switches (root first) with their parents, and its cables.
+    struct Candidate {
+      std::vector<Vertex> switches;
+      std::vector<std::int32_t> parent;
+      std::vector<std::pair<Vertex, Vertex>> cables;  // (child, parent)
+      std::string blocked;                            // why it does not fit, "" if it does
+    };
+    const auto grow = [&](Vertex root) {
+      Candidate c{{root}, {-1}, {}, {}};
+      const auto index = [&](Vertex sw) {
+        return std::find(c.switches.begin(), c.switches.end(), sw) - c.switches.begin();
+      };
+      for (const Vertex l : leaves) {
+        std::vector<Vertex> way{root};  // down from the root to the leaf
+        while (way.back() != l) way.push_back(came_from[l].at(way.back()));
+        std::size_t meet = way.size() - 1;  // the first switch already in the tree
+        while (index(way[meet]) == static_cast<std::ptrdiff_t>(c.switches.size())) --meet;
+        for (std::size_t i = meet + 1; i < way.size(); ++i) {
+          c.switches.push_back(way[i]);
+          c.parent.push_back(static_cast<std::int32_t>(index(way[i - 1])));
+          c.cables.emplace_back(way[i], way[i - 1]);
+        }
+      }
+      for (const Vertex sw : c.switches)
+        if (per_switch > 0 && c.blocked.empty() && switch_trees[sw] + 1 > per_switch)
+          c.blocked = fmt::format(
+              "switch {} would hold {} streaming-aggregation trees (one per CollNet head), more "
+              "than the {} it can (switch.sharp_trees)",
+              g[sw].name, switch_trees[sw] + 1, per_switch);
+      for (const auto& [child, up] : c.cables)
+        if (per_switch == 0 && c.blocked.empty() &&
+            cable_trees[{child, up}] + 1 > links_between(child, up))
+          c.blocked = fmt::format(
+              "{} streaming-aggregation trees (one per CollNet head) would share the {} link(s) "
+              "from {} to {}; a switch runs one tree per port (switch.sharp_trees = 0)",
+              cable_trees[{child, up}] + 1, links_between(child, up), g[child].name, g[up].name);
+      return c;
+    };
+    Candidate pick = grow(roots.front());
+    for (std::size_t r = 1; r < roots.size() && !pick.blocked.empty(); ++r)
+      if (Candidate c = grow(roots[r]); c.blocked.empty()) pick = std::move(c);
+    if (!pick.blocked.empty()) {
+      layout.sharp_refused = pick.blocked;
+      return;
     }
     AggregationTree tree;
-    std::map<Vertex, std::uint32_t> index;
-    const auto node = [&](Vertex sw) {
-      const auto [it, fresh] = index.try_emplace(sw, static_cast<std::uint32_t>(tree.node.size()));
-      if (fresh) {
-        tree.node.push_back(aggregator_of.at(sw));
-        tree.parent.push_back(-1);
-        ++switch_trees[sw];
-      }
-      return it->second;
-    };
-    node(root);
-    for (const Vertex l : leaves) {
-      // Up from the leaf: each switch's parent is the next on the way to the root, until the
-      // way meets a switch already in the tree.
-      std::vector<Vertex> way{root};
-      while (way.back() != l) way.push_back(came_from[l].at(way.back()));
-      std::size_t meet = way.size() - 1;  // way[0] is the root, already in the tree
-      while (!index.contains(way[meet])) --meet;
-      for (std::size_t i = way.size() - 1; i > meet; --i) {
-        const std::uint32_t child = node(way[i]);
-        tree.parent[child] = static_cast<std::int32_t>(node(way[i - 1]));
-        ++cable_trees[{way[i], way[i - 1]}];
-      }
+    for (std::size_t i = 0; i < pick.switches.size(); ++i) {
+      tree.node.push_back(aggregator_of.at(pick.switches[i]));
+      tree.parent.push_back(pick.parent[i]);
+      ++switch_trees[pick.switches[i]];
     }
-    for (std::size_t p = 0; p < heads.size(); ++p) tree.attach.push_back(index.at(leaf[p]));
+    for (const auto& cable : pick.cables) ++cable_trees[cable];
+    for (const Vertex l : leaf)
+      tree.attach.push_back(static_cast<std::uint32_t>(
+          std::find(pick.switches.begin(), pick.switches.end(), l) - pick.switches.begin()));
     layout.sharp_trees.push_back(std::move(tree));
-  }
-  for (const auto& [sw, trees] : switch_trees)
-    if (per_switch > 0 && trees > per_switch) {
-      layout.sharp_refused = fmt::format(
-          "switch {} would hold {} streaming-aggregation trees (one per CollNet head), more than "
-          "the {} it can (switch.sharp_trees)",
-          g[sw].name, trees, per_switch);
-      return;
-    }
-  if (per_switch > 0) return;
-  for (const auto& [cable, trees] : cable_trees) {
-    int links = 0;
-    for (auto [e, end] = boost::out_edges(cable.first, g); e != end; ++e)
-      links += boost::target(*e, g) == cable.second;
-    if (trees > links) {
-      layout.sharp_refused = fmt::format(
-          "{} streaming-aggregation trees (one per CollNet head) would share the {} link(s) "
-          "from {} to {}; a switch runs one tree per port (switch.sharp_trees = 0)",
-          trees, links, g[cable.first].name, g[cable.second].name);
-      return;
-    }
   }
 }
 

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "experiments/nccl_tests.hpp"
 #include "experiments/run.hpp"
 #include "fabric/fabric.hpp"
@@ -48,6 +50,8 @@ Scenario sharp_a100(int servers, const std::string& fabric, const std::string& f
 // Two leaves of 16 NICs (servers 0 and 1 on leaf0, 2 and 3 on leaf1), 8 spines.
 const char* kLeafSpine = "kind = \"leaf-spine\"\nhosts_per_leaf = 16\nspines = 8";
 const char* kStar = "kind = \"star\"";
+// A three-tier k = 4 fat-tree: 16 hosts, 2 per edge switch.
+const char* kFatTree = "kind = \"fat-tree\"\nk = 4";
 
 std::string endpoint_name(const BuiltCluster& c, std::uint32_t e) {
   return c.topology.graph()[c.topology.fabric_endpoint(e)].name;
@@ -88,25 +92,46 @@ TEST(CollNet, EachHeadGetsATreeOverItsLeavesRootedAtOneSpine) {
 
 TEST(CollNet, ASwitchsTreeLimitTakesCollNetAway) {
   // A Quantum HDR switch runs one streaming-aggregation tree at a time (switch.sharp_trees =
-  // 1): leaf0 would carry all eight heads' trees, so the communicator gets no CollNet and the
-  // tuner goes back to NCCL's other algorithms; named explicitly, CollNet falls back to Ring.
+  // 1): leaf0 would carry every head's tree, so the second tree finds no room, the
+  // communicator gets no CollNet and the tuner goes back to NCCL's other algorithms.
   const Scenario s = sharp_a100(4, kLeafSpine, "flow", {"switch.sharp_trees=1"});
   const BuiltCluster c(s);
   const CommLayout l = build_communicator(c.topology, c.routing, communicator_options(s));
-  EXPECT_NE(l.sharp_refused.find("switch leaf0 would hold 8 streaming-aggregation trees"),
+  EXPECT_NE(l.sharp_refused.find("switch leaf0 would hold 2 streaming-aggregation trees"),
             std::string::npos)
       << l.sharp_refused;
   const NcclTestsRow row = fixtures::nccl_tests_row(s, 256 << 20);
   EXPECT_NE(row.algo, Algo::kCollNetDirect);
   EXPECT_NE(row.algo, Algo::kCollNetChain);
-  // Quantum-2 and later (the default, one tree per port): two heads' trees leaving one edge
-  // switch of a k = 4 fat-tree for different cores would share its one cable to the
-  // aggregation switch both cores hang off.
-  const Scenario f = sharp_a100(2, "kind = \"fat-tree\"\nk = 4", "flow");
+  // Quantum-2 and later (the default, one tree per port): with one cable from each leaf to the
+  // one spine (16:1), all eight trees would share it.
+  const Scenario o = sharp_a100(4,
+                                "kind = \"leaf-spine\"\nhosts_per_leaf = 16\nspines = 1\n"
+                                "oversubscription = 16",
+                                "flow");
+  const BuiltCluster oc(o);
+  const CommLayout ol = build_communicator(oc.topology, oc.routing, communicator_options(o));
+  EXPECT_NE(ol.sharp_refused.find("would share the 1 link(s) from leaf0 to spine0"),
+            std::string::npos)
+      << ol.sharp_refused;
+  // A k = 4 fat-tree (2 hosts per edge switch, 2 aggregation switches per pod, 4 cores, each
+  // core on one aggregation switch per pod): two heads share each edge switch, so their trees
+  // must leave it on different cables. The roots are chosen so that they do: every cable
+  // between switches carries at most one tree.
+  const Scenario f = sharp_a100(2, kFatTree, "flow");
   const BuiltCluster fc(f);
   const CommLayout fl = build_communicator(fc.topology, fc.routing, communicator_options(f));
-  EXPECT_NE(fl.sharp_refused.find("would share the 1 link(s)"), std::string::npos)
-      << fl.sharp_refused;
+  EXPECT_TRUE(fl.sharp_refused.empty()) << fl.sharp_refused;
+  ASSERT_EQ(fl.sharp_trees.size(), 8u);
+  std::map<std::pair<std::uint32_t, std::uint32_t>, int> cables;
+  for (const AggregationTree& t : fl.sharp_trees) {
+    EXPECT_EQ(t.node.size(), 5u);  // a core, an aggregation and an edge switch in each pod
+    for (std::size_t i = 0; i < t.node.size(); ++i)
+      if (t.parent[i] >= 0) ++cables[{t.node[i], t.node[static_cast<std::size_t>(t.parent[i])]}];
+  }
+  for (const auto& [cable, trees] : cables)
+    EXPECT_EQ(trees, 1) << endpoint_name(fc, cable.first) << " -> "
+                        << endpoint_name(fc, cable.second);
 }
 
 TEST(CollNet, DirectExceedsTheRingBoundAndStaysBelowTheNvLinkBound) {
@@ -161,11 +186,11 @@ TEST(CollNet, ChainReachesItsNvLinkBoundAndAgreesAcrossLevels) {
 TEST(CollNet, EveryNicCarriesItsHeadsShareOnceEachWay) {
   // With S bytes per GPU, Direct sends each head's 1/8 of its server's sum up its tree and
   // receives the result once: every NIC sends S / 8 and every switch port towards a NIC
-  // carries S / 8, on the star and on the leaf-spine alike (a ring would put
+  // carries S / 8, on the star, the leaf-spine and the three-tier fat-tree alike (a ring would put
   // 2 (N - 1) / N x S / 8 x 2 = S / 2 x 31/32 through each NIC each way: twice and more).
   const std::uint64_t bytes = 256ull << 20;
-  for (const char* fabric : {kStar, kLeafSpine}) {
-    const Scenario s = sharp_a100(fabric == kStar ? 2 : 4, fabric, "flow");
+  for (const char* fabric : {kStar, kLeafSpine, kFatTree}) {
+    const Scenario s = sharp_a100(fabric == kLeafSpine ? 4 : 2, fabric, "flow");
     const BuiltCluster c(s);
     const auto run = fixtures::run_collective(s, c, {.op = CollOp::kAllReduce, .bytes = bytes});
     ASSERT_TRUE(run.result.done);
@@ -178,7 +203,7 @@ TEST(CollNet, EveryNicCarriesItsHeadsShareOnceEachWay) {
       ++(l.layer == "NIC" ? nics : downlinks);
       EXPECT_NEAR(b, bytes / 8.0, 0.01 * bytes) << fabric << " " << l.name;
     });
-    EXPECT_EQ(nics, fabric == kStar ? 16 : 32);
+    EXPECT_EQ(nics, fabric == kLeafSpine ? 32 : 16);
     EXPECT_EQ(downlinks, nics);
   }
 }
