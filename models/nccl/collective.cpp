@@ -710,9 +710,8 @@ int CollectiveEngine::channels(std::uint32_t comm) const {
 
 bool CollectiveEngine::nvls_available(const CommLayout& l) const {
   // NCCL (nvls.cc, search.cc): NVLS needs NVSwitches, compute capability 9.0 or later and
-  // NCCL_NVLS_ENABLE not 0; NVLS proper runs inside one server (across servers NCCL runs it
-  // only together with CollNet, which the model does not combine with it), NVLSTree across
-  // them.
+  // NCCL_NVLS_ENABLE not 0. This is NVLS inside one server; across servers NCCL runs NVLS only
+  // with CollNet (the tuner's row needs collnet_heads) and NVLSTree otherwise.
   return cfg_.nvls_enable != 0 && l.servers == 1 && l.nvswitch && l.ranks.size() >= 2 &&
          gpu_.sm_version >= 90 && gpu_.nvls_efficiency > 0;
 }
