@@ -413,6 +413,30 @@ std::size_t deepest_server(const AggregationTree& tree) {
   return best;
 }
 
+// Each rank's server position and place on its server (its index in local[server]).
+struct Place {
+  std::uint32_t server = 0, index = 0;
+};
+std::vector<Place> places(const std::vector<std::vector<std::uint32_t>>& local, std::uint32_t n) {
+  std::vector<Place> out(n);
+  for (std::uint32_t s = 0; s < local.size(); ++s)
+    for (std::uint32_t i = 0; i < local[s].size(); ++i) out[local[s][i]] = {s, i};
+  return out;
+}
+
+// Every head's tree: head h of each server into layout.sharp_trees[h], sending from its lane 1
+// and receiving on lane 3 (CollNetDirect's and NVLS's reduce and broadcast roles).
+std::vector<TreeWiring> wire_head_trees(CollectivePlan& plan, const CommLayout& layout,
+                                        const std::vector<std::vector<std::uint32_t>>& heads) {
+  std::vector<TreeWiring> trees;
+  for (std::size_t h = 0; !heads.empty() && h < heads.front().size(); ++h) {
+    std::vector<std::uint32_t> head_of;
+    for (const auto& server : heads) head_of.push_back(server[h]);
+    trees.push_back(wire_tree(plan, layout.sharp_trees[h], head_of, 1, 3));
+  }
+  return trees;
+}
+
 }  // namespace
 
 CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel, bool sharp) {
@@ -426,9 +450,7 @@ CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel, bool sharp)
   plan.switch_ranks_from = n;
   plan.heads = nh;
   const std::vector<std::vector<std::uint32_t>> local = ranks_by_server(layout, heads);
-  std::vector<std::uint32_t> server_of(n);
-  for (std::uint32_t s = 0; s < servers; ++s)
-    for (const std::uint32_t r : local[s]) server_of[r] = s;
+  const std::vector<Place> place = places(local, n);
   const auto sw = [&](std::uint32_t s, std::uint32_t h) { return n + s * nh + h; };
   if (sharp) plan.aggregators_from = n + servers * nh;
   std::vector<TreeLinks> tree(servers);
@@ -464,18 +486,12 @@ CollectivePlan plan_nvls_tree(const CommLayout& layout, int channel, bool sharp)
         net_down[i] = edge(plan, heads[p][h], head, result_lane(p), 3);
       }
     }
-  std::vector<TreeWiring> sharp_trees;  // per head, with SHARP
-  for (std::uint32_t h = 0; sharp && h < nh; ++h) {
-    std::vector<std::uint32_t> head_of;
-    for (std::uint32_t s = 0; s < servers; ++s) head_of.push_back(heads[s][h]);
-    sharp_trees.push_back(wire_tree(plan, layout.sharp_trees[h], head_of, 1, 3));
-  }
+  const std::vector<TreeWiring> sharp_trees =  // per head, with SHARP
+      sharp ? wire_head_trees(plan, layout, heads) : std::vector<TreeWiring>{};
   PlanWriter w(plan);
   for (std::uint32_t r = 0; r < n; ++r) {
     plan.order.push_back(r);
-    const std::uint32_t s = server_of[r];
-    const auto g = static_cast<std::uint32_t>(std::find(local[s].begin(), local[s].end(), r) -
-                                              local[s].begin());  // r's place on its server
+    const std::uint32_t s = place[r].server, g = place[r].index;
     std::vector<std::uint32_t> to_heads, from_heads;
     for (std::uint32_t h = 0; h < nh; ++h) {
       to_heads.push_back(up[at(s, h)][g]);
@@ -581,19 +597,12 @@ CollectivePlan plan_collnet_direct(const CommLayout& layout) {
       }
     }
   }
-  std::vector<TreeWiring> trees;
-  for (std::size_t h = 0; h < nh; ++h) {
-    std::vector<std::uint32_t> head_of;
-    for (std::size_t s = 0; s < servers; ++s) head_of.push_back(heads[s][h]);
-    trees.push_back(wire_tree(plan, layout.sharp_trees[h], head_of, 1, 3));
-  }
+  const std::vector<TreeWiring> trees = wire_head_trees(plan, layout, heads);
+  const std::vector<Place> place = places(local, n);
   PlanWriter w(plan);
   for (std::uint32_t r = 0; r < n; ++r) {
     plan.order.push_back(r);
-    std::size_t s = 0;
-    while (std::find(local[s].begin(), local[s].end(), r) == local[s].end()) ++s;
-    const auto g =
-        static_cast<std::size_t>(std::find(local[s].begin(), local[s].end(), r) - local[s].begin());
+    const std::size_t s = place[r].server, g = place[r].index;
     std::vector<std::uint32_t> to_heads, from_heads;
     for (std::size_t h = 0; h < nh; ++h)
       if (scatter[s][h][g] != UINT32_MAX) {
