@@ -820,6 +820,12 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
   const auto n = comms_[comm].layout.ranks.size();
   r.rank_finish.assign(n, at);
   run.sizing = step_sizing(req.op, r.algo, r.proto, cfg_);
+  if (r.proto == Proto::kLL)
+    // LL's GPU-wide ceiling (ll_gpu_busbw_gbs): a GPU's LL blocks together send at most that
+    // rate of data, so each of the run's channels gets its share (1 MiB AllReduce on one DGX
+    // A100: 87.7 GB/s over 24 channels, 3.65 GB/s of data per block).
+    run.block_rate_cap = ll_gpu_busbw_gbs(gpu_.sm_version, comms_[comm].layout.servers) * 8e9 /
+                         std::max(1, r.channels);
   if (r.algo == Algo::kNvls) {
     // enqueue.cc: smaller NVLS chunks for sizes that would leave the channels' heads idle
     // (every GPU is a head on one server; across servers the GPUs with a NIC).

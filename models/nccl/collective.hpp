@@ -304,8 +304,9 @@ class CollectiveEngine final : public CompletionListener {
     std::vector<Pipeline> pipelines;
     std::map<std::tuple<int, std::uint32_t, std::uint32_t, int>, std::uint32_t> conn_index;
     std::uint32_t nvls_heads = 0;  // NVLS, NVLSTree: chunks per loop (the switch's fan-in)
-    // A cap on every thread block's copy rate (bits/s; 0: none): NVLSTree's per-channel
-    // ceiling (nvls_tree_channel_busbw_gbs) as a rate of data per channel.
+    // A cap on every thread block's copy rate (bits/s; 0: none): LL's GPU-wide ceiling
+    // (ll_gpu_busbw_gbs) or NVLSTree's per-channel one (nvls_tree_channel_busbw_gbs), as a
+    // rate of data per channel.
     double block_rate_cap = 0;
   };
   struct Comm {

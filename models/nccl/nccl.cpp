@@ -536,6 +536,12 @@ NvlsTreeGraphBw nvls_tree_graph_bw(double nvlink_gbs, int heads, double nic_gbs,
   return bw;
 }
 
+double ll_gpu_busbw_gbs(int sm_version, int nnodes) {
+  if (nnodes <= 1) return sm_version >= 100 ? 282.0 : sm_version >= 90 ? 141.0 : 87.7;
+  const bool hopper = sm_version >= 90;
+  return nnodes == 2 ? (hopper ? 45.0 : 22.5) : (hopper ? 35.0 : 19.0);
+}
+
 double nvls_tree_channel_busbw_gbs(int sm_version, int nnodes) {
   const bool blackwell = sm_version >= 100;
   return nnodes <= 2 ? (blackwell ? 96.0 : 57.7) : (blackwell ? 80.0 : 45.5);
@@ -675,7 +681,6 @@ double tuner_time_us(const TunerInput& in, Algo algo, Proto proto) {
   constexpr double kHwLatNet[2][3] = {{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}};
   const bool hopper = in.sm_version >= 90;
   const int nodes_idx = in.nnodes <= 1 ? 0 : in.nnodes == 2 ? 1 : 2;
-  const double ll_max[3] = {hopper ? 141.0 : 87.7, hopper ? 45.0 : 22.5, hopper ? 35.0 : 19.0};
   const double ring_ll128_per_ch = hopper ? 36.7 : 20.0;
   const double tree_per_ch[3] = {hopper ? 38.7 : 24.0, hopper ? 41.4 : 23.6, hopper ? 36.0 : 17.8};
   if (algo == Algo::kTree && in.op != CollOp::kAllReduce) return HUGE_VAL;
@@ -683,7 +688,7 @@ double tuner_time_us(const TunerInput& in, Algo algo, Proto proto) {
   const int n = in.nranks;
   const double graph_bw = in.nnodes <= 2 ? in.bw_intra_gbs : in.bw_inter_gbs;
   double bus = in.channels * graph_bw;
-  const double llmax = ll_max[nodes_idx];
+  const double llmax = ll_gpu_busbw_gbs(in.sm_version, in.nnodes);
   if (algo == Algo::kRing && proto == Proto::kLL) bus = std::min(llmax, bus * 0.5);
   if (algo == Algo::kRing && proto == Proto::kLL128)
     bus = std::min(bus * 0.92, in.channels * ring_ll128_per_ch);

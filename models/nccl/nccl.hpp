@@ -299,6 +299,15 @@ NvlsTreeGraphBw nvls_tree_graph_bw(double nvlink_gbs, int heads, double nic_gbs,
 // NVLS's 8 and 7 on one server, so a channel copies less than NVLS's does. The tuner caps
 // its estimate with it, and the engine caps NVLSTree's thread blocks with it.
 double nvls_tree_channel_busbw_gbs(int sm_version, int nnodes);
+// LL's ceiling for one GPU, as busbw in GB/s (the rate of data all of a GPU's LL thread blocks
+// send together): NCCL's measured llMaxBws (src/graph/tuning.cc, tunerConstants, lines 177-183
+// of v2.30.7; index 262-272). One server: by GPU (Ampere 87.7, Hopper 141.0, Blackwell 282.0);
+// across servers NCCL indexes the row by CPU vendor, which the model does not know: it keeps
+// the AMD row on Ampere (22.5 on two servers, 19.0 on more) and Hopper's (45.0, 35.0) on later
+// GPUs. LL moves 8-byte lines of 4 B data and a 4 B flag that the receiving block polls, so
+// what bounds it is the blocks' flag loop, not the links. The tuner caps Ring/LL with it, and
+// the engine caps every LL thread block at this rate over the run's channels.
+double ll_gpu_busbw_gbs(int sm_version, int nnodes);
 // The CollNet graphs' per-channel bandwidth (search.cc, patterns COLLNET_DIRECT and TREE with
 // collNet set; one channel per head, `heads` of them): bwInter is the largest inter-node speed
 // step a head's NIC carries (nic_gbs) whose intra-server part fits the GPU's NVLink
