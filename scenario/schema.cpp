@@ -1287,7 +1287,10 @@ void add_nccl(std::vector<KeySpec>& k) {
   k.push_back({.path = "nccl.ll128",
                .type = T::kBoolean,
                .fallback = c.ll128_enabled,
-               .doc = "let the tuner choose LL128 (NCCL enables it only on NVLink/PXB paths)"});
+               .doc = "let the tuner choose LL128; even then NCCL's rule (tuning.cc) enables it by "
+                      "default only where a server's GPUs share NVLink and each GPU is within PXB "
+                      "of its NIC (PXN on compute capability 9.0 and later): not on PCIe-only "
+                      "servers unless `NCCL_PROTO` names it"});
   k.push_back({.path = "nccl.gpu",
                .type = T::kChoice,
                .presence = P::kDerived,

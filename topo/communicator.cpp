@@ -460,6 +460,18 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
   }
   if (layout.servers >= 2 && !topo.aggregators().empty())
     add_sharp_trees(topo, routing, layout, opt.sharp_trees_per_switch);
+  // NCCL's LL128 rule on this hardware (tuning.cc): NVLink between the GPUs of a server where
+  // a server holds more than one rank; across servers each GPU within PXB of its NIC, or on
+  // compute capability 9.0 and later anywhere PXN can reach (an NVLink peer near the NIC).
+  bool shared_server = false;
+  for (const int s : servers) shared_server |= ranks_of[s].size() > 1;
+  layout.ll128_paths = !(shared_server && layout.intra_link != LinkClass::kNvLink);
+  if (layout.servers > 1)
+    for (std::uint32_t r = 0; r < rank_vertex.size() && layout.ll128_paths; ++r) {
+      const bool near = pcie_distance(g, rank_vertex[r], topo.endpoints()[layout.ranks[r].nic]) <=
+                        PcieDistance::kPxb;
+      layout.ll128_paths = near || (opt.sm_version >= 90 && nvlink_gbs > 0);
+    }
   return layout;
 }
 

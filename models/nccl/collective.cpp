@@ -769,7 +769,7 @@ TunerChoice CollectiveEngine::choose(std::uint32_t comm, const CollectiveRequest
                 .sm_version = gpu_.sm_version,
                 .bw_intra_gbs = l.bw_intra_gbs,
                 .bw_inter_gbs = l.bw_inter_gbs,
-                .ll128_enabled = cfg.ll128_enabled,
+                .ll128_enabled = l.ll128_paths,  // tune() adds nccl.ll128
                 .nvls_bw_intra_gbs =
                     nvls_available(l)
                         ? nvls_graph_bw_gbs(l.nvlink_links * nvlink_gbs,

@@ -114,6 +114,11 @@ struct CommLayout {
   // in sharp_refused where it could but not for this communicator (a switch's tree limit).
   std::vector<AggregationTree> sharp_trees;
   std::string sharp_refused;
+  // NCCL's hardware rule for LL128 left at its default (tuning.cc, protocol enable 2): the
+  // graph's GPU-to-GPU hops inside a server are NVLink (typeIntra <= NVB) and, across servers,
+  // every GPU reaches its NIC within PXB (typeInter; on compute capability 9.0 and later also
+  // through PXN, NCCL_LL128_C2C's default). A PCIe-only server has no LL128 unless named.
+  bool ll128_paths = true;
 };
 
 // What the engine needs of a fabric backend (packet level now, flow level later).

@@ -723,15 +723,18 @@ double tuner_time_us(const TunerInput& in, Algo algo, Proto proto) {
 
 namespace {
 
-bool protocol_enabled(const NcclConfig& cfg, CollOp op, Proto p) {
+// `ll128_rule`: NCCL's hardware rule allows LL128 here (TunerInput::ll128_enabled) and
+// nccl.ll128 does not turn it off (NcclConfig::ll128_enabled).
+bool protocol_enabled(const NcclConfig& cfg, CollOp op, Proto p, bool ll128_rule) {
   const std::uint8_t on = cfg.protos.at(op, static_cast<int>(p));
   // 2: NCCL's rule, which for LL128 is the hardware rule (tuning.cc: protoEnable 2).
-  return on == 1 || (on == 2 && (p != Proto::kLL128 || cfg.ll128_enabled));
+  return on == 1 || (on == 2 && (p != Proto::kLL128 || ll128_rule));
 }
 
 }  // namespace
 
 TunerChoice tune(const TunerInput& in, const NcclConfig& cfg) {
+  const bool rule = in.ll128_enabled && cfg.ll128_enabled;
   TunerChoice best;
   best.predicted_us = HUGE_VAL;
   // NCCL's order (algorithm ids), the first of equal times winning.
@@ -739,7 +742,7 @@ TunerChoice tune(const TunerInput& in, const NcclConfig& cfg) {
                  Algo::kNvlsTree}) {
     if (cfg.algos.at(in.op, static_cast<int>(a)) == 0) continue;
     for (Proto p : {Proto::kLL, Proto::kLL128, Proto::kSimple}) {
-      if (!protocol_enabled(cfg, in.op, p)) continue;
+      if (!protocol_enabled(cfg, in.op, p, rule)) continue;
       const double t = tuner_time_us(in, a, p);
       if (t < best.predicted_us) best = {a, p, t};
     }
@@ -749,9 +752,9 @@ TunerChoice tune(const TunerInput& in, const NcclConfig& cfg) {
     // not have): the model falls back to Ring with Simple, or the first enabled protocol
     // (NCCL itself would fail the call with "no algorithm/protocol available").
     Proto p = Proto::kSimple;
-    if (!protocol_enabled(cfg, in.op, p))
+    if (!protocol_enabled(cfg, in.op, p, rule))
       for (Proto q : {Proto::kLL, Proto::kLL128})
-        if (protocol_enabled(cfg, in.op, q)) {
+        if (protocol_enabled(cfg, in.op, q, rule)) {
           p = q;
           break;
         }

@@ -174,8 +174,8 @@ struct NcclConfig {
                                                         {1.9, 2.5, 4.0},     // LL128
                                                         {3.4, 5.7, 14.0}}};  // Simple
   std::array<double, 3> launch_latency_us{6.6, 14.0, 8.4};
-  // LL128 is enabled by default only on NVLink / PXB paths (NCCL's rule, 518-536); false
-  // disables it in the tuner.
+  // false disables LL128 in the tuner (nccl.ll128); where it is true, NCCL's hardware rule
+  // still applies (tuning.cc 518-536, CommLayout::ll128_paths).
   bool ll128_enabled = true;
 };
 

@@ -1,8 +1,10 @@
 // What each NCCL protocol costs a thread block beyond the links: LL's GPU-wide ceiling
 // (ll_gpu_busbw_gbs, NCCL's llMaxBws), asserted on one DGX A100 from the marginal time of a
-// Ring/LL AllReduce.
+// Ring/LL AllReduce; and where NCCL's hardware rule lets the tuner choose LL128.
 
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "models/nccl/nccl.hpp"
 #include "scenario/scenario.hpp"
@@ -12,8 +14,9 @@ using namespace fabricsim;
 
 namespace {
 
-Scenario one_dgx_a100(const std::string& fidelity) {
-  return load_scenario_text(R"(
+// One DGX A100; with `ring_ll` NCCL_ALGO=Ring and NCCL_PROTO=LL.
+Scenario one_dgx_a100(const std::string& fidelity, bool ring_ll = true) {
+  return load_scenario_text(std::string(R"(
 [server]
 preset = "dgx-a100"
 count = 1
@@ -21,10 +24,7 @@ count = 1
 kind = "star"
 technology = "infiniband"
 link_rate = "200Gbps"
-[nccl]
-NCCL_ALGO = "Ring"
-NCCL_PROTO = "LL"
-)",
+)") + (ring_ll ? "[nccl]\nNCCL_ALGO = \"Ring\"\nNCCL_PROTO = \"LL\"\n" : ""),
                             "t.toml", {.overrides = {"fidelity=\"" + fidelity + "\""}});
 }
 
@@ -60,4 +60,38 @@ TEST(ProtocolCost, RingLlOnOneDgxA100MovesItsBytesAtTheLlCeiling) {
     EXPECT_LT(dt, 1.15 * marginal_us) << fidelity;
     EXPECT_LT(two.busbw[0], c_gbs) << fidelity;
   }
+}
+
+namespace {
+
+Scenario pcie_servers(int count, const std::string& extra = "") {
+  return load_scenario_text(R"(
+fidelity = "flow"
+[server]
+preset = "pcie-8gpu"
+count = )" + std::to_string(count) +
+                                R"(
+[fabric]
+kind = "star"
+link_rate = "100Gbps"
+)" + extra,
+                            "t.toml", {});
+}
+
+}  // namespace
+
+TEST(ProtocolCost, Ll128OnlyWhereNcclsHardwareRuleAllowsIt) {
+  // tuning.cc enables LL128 by default (protocol enable 2) only where a server's GPUs share
+  // NVLink: on a PCIe-only server the tuner never picks it, at any size, unless NCCL_PROTO
+  // names it. On a DGX A100 it is NCCL's pick at mid sizes (4 MiB on one server).
+  for (int servers : {1, 2})
+    for (std::uint64_t bytes : {64ull << 10, 1ull << 20, 4ull << 20, 16ull << 20, 64ull << 20}) {
+      const NcclTestsRow row = fixtures::nccl_tests_row(pcie_servers(servers), bytes);
+      EXPECT_NE(row.proto, Proto::kLL128) << servers << " servers, " << bytes << " B";
+    }
+  const NcclTestsRow named =
+      fixtures::nccl_tests_row(pcie_servers(1, "[nccl]\nNCCL_PROTO = \"LL128\"\n"), 4ull << 20);
+  EXPECT_EQ(named.proto, Proto::kLL128);
+  const NcclTestsRow dgx = fixtures::nccl_tests_row(one_dgx_a100("flow", false), 4ull << 20);
+  EXPECT_EQ(dgx.proto, Proto::kLL128);
 }
