@@ -463,15 +463,16 @@ CommLayout build_communicator(const Topology& topo, const Routing& routing,
   // NCCL's LL128 rule on this hardware (tuning.cc): NVLink between the GPUs of a server where
   // a server holds more than one rank; across servers each GPU within PXB of its NIC, or on
   // compute capability 9.0 and later anywhere PXN can reach (an NVLink peer near the NIC).
-  bool shared_server = false;
-  for (const int s : servers) shared_server |= ranks_of[s].size() > 1;
-  layout.ll128_paths = !(shared_server && layout.intra_link != LinkClass::kNvLink);
-  if (layout.servers > 1)
-    for (std::uint32_t r = 0; r < rank_vertex.size() && layout.ll128_paths; ++r) {
-      const bool near = pcie_distance(g, rank_vertex[r], topo.endpoints()[layout.ranks[r].nic]) <=
-                        PcieDistance::kPxb;
-      layout.ll128_paths = near || (opt.sm_version >= 90 && nvlink_gbs > 0);
-    }
+  const bool shared_server =
+      std::any_of(servers.begin(), servers.end(), [&](int s) { return ranks_of[s].size() > 1; });
+  const bool intra_ok = !shared_server || layout.intra_link == LinkClass::kNvLink;
+  const bool pxn = opt.sm_version >= 90 && nvlink_gbs > 0;  // a peer near the NIC serves
+  bool inter_ok = true;
+  if (layout.servers > 1 && !pxn)
+    for (std::uint32_t r = 0; r < rank_vertex.size(); ++r)
+      inter_ok &= pcie_distance(g, rank_vertex[r], topo.endpoints()[layout.ranks[r].nic]) <=
+                  PcieDistance::kPxb;
+  layout.ll128_paths = intra_ok && inter_ok;
   return layout;
 }
 

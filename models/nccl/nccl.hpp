@@ -233,6 +233,8 @@ struct TunerInput {
   int sm_version = 80;
   double bw_intra_gbs = 20;  // per channel, GB/s (NCCL graph bwIntra)
   double bw_inter_gbs = 12;  // per channel, GB/s (NCCL graph bwInter)
+  // NCCL's LL128 hardware rule holds here (CommLayout::ll128_paths); tune() also asks
+  // nccl.ll128 (NcclConfig::ll128_enabled).
   bool ll128_enabled = true;
   // NVLS (0: not available here). The NVLS graph's per-channel bandwidth (search.cc: one
   // channel per head GPU, each GPU's NVLink bandwidth over nranks + 1, rounded down to NCCL's
