@@ -249,11 +249,11 @@ void add_server(std::vector<KeySpec>& k) {
                .type = T::kSize,
                .fallback = h.nvlink_max_payload,
                .positive = true,
-               .doc = "NVLink packet payload (estimate)"});
+               .doc = "NVLink data bytes per write packet: one 128-byte cache line per SM store"});
   k.push_back({.path = "server.nvlink_overhead",
                .type = T::kSize,
                .fallback = h.nvlink_overhead,
-               .doc = "NVLink header bytes per packet (estimate)"});
+               .doc = "NVLink header and byte-enable flits per packet (16 B each)"});
   k.push_back({.path = "server.host_memory_rate",
                .type = T::kBandwidth,
                .fallback = h.host_memory_rate,

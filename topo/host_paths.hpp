@@ -35,9 +35,17 @@ struct HostFabricParams {
   PcieDistance gdr_level = PcieDistance::kPxb;
   Bytes pcie_max_payload{256};
   Bytes pcie_tlp_overhead{24};
-  // NVLink moves data in packets of up to 256 B with a 16 B header (an estimate, configurable).
-  Bytes nvlink_max_payload{256};
-  Bytes nvlink_overhead{16};
+  // NVLink as the SMs drive it: a thread block's stores reach the link one 128-byte cache
+  // line per write packet, and each packet carries a 16-byte header flit and a 16-byte
+  // byte-enable flit besides its data flits (NVLink packet format: Foley & Danskin, "Ultra-
+  // Performance Pascal GPU and NVLink Interconnect", IEEE Micro 37(2), 2017; the flit layout
+  // is unchanged through NVLink 4). Payload share 128 / 160 = 0.80 of the signalling rate:
+  // 20.0 GB/s of a 25 GB/s NVLink 3 link, NCCL's own measured per-link figure for Ampere
+  // (src/graph/topo.h SM80_NVLINK_BW 20.0; SM90_NVLINK_BW 20.6 is 0.82 of NVLink 4's 25).
+  // Until 2026-12 this was 256 B with a 16 B header (0.94), which let NVLink-bound
+  // collectives reach 94 % of the signalling rate, above any published run.
+  Bytes nvlink_max_payload{128};
+  Bytes nvlink_overhead{32};
   Bandwidth host_memory_rate = Bandwidth::from_bps(1'600'000'000'000);  // 200 GB/s per socket
   Time host_memory_latency = Time::from_ps(100'000);                    // 100 ns
   // NCCL's PXN (NCCL_PXN_DISABLE=0, its default; paths.cc marks GPU-NIC paths PATH_PXN): a

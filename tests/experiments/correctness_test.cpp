@@ -392,7 +392,7 @@ link_rate = "200Gbps"
         one_a100, "t.toml", {.overrides = {fmt::format("fidelity=\"{}\"", fidelity)}});
     const NcclTestsResult r = run_nccl_tests(f, c, a);
     ASSERT_EQ(r.rows.size(), 1u);
-    const double nvlink_payload = 300 * 256.0 / 272;
+    const double nvlink_payload = 300 * fixtures::nvlink_payload_share();
     EXPECT_GT(r.rows[0].busbw[0], 0.9 * nvlink_payload) << fidelity;
     EXPECT_LE(r.rows[0].busbw[0], nvlink_payload * 1.001) << fidelity;
     EXPECT_EQ(r.rows[0].channels, 32);

@@ -8,6 +8,7 @@
 #include "experiments/run.hpp"
 #include "fabric/monitor.hpp"
 #include "report/results.hpp"
+#include "tests/support/collective_run.hpp"
 
 using namespace fabricsim;
 using namespace fabricsim::literals;
@@ -547,7 +548,7 @@ message_size = "64MiB"
     sim.run();
     const Message& m = net.messages()[0];
     ASSERT_TRUE(m.complete()) << preset;
-    const double expected = links * 200.0 * 256 / 272;
+    const double expected = links * 200.0 * fixtures::nvlink_payload_share();
     EXPECT_NEAR(rate_gbps(m.size, m.finish) / expected, 1.0, 0.01) << preset;
     std::uint64_t network_bytes = 0;
     for (const auto& counter : sim.probes().counters())

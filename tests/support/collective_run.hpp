@@ -11,8 +11,17 @@
 #include "fabric/fabric.hpp"
 #include "scenario/scenario.hpp"
 #include "topo/communicator.hpp"
+#include "topo/host_paths.hpp"
 
 namespace fabricsim::fixtures {
+
+// The share of NVLink's signalling rate that carries data: payload / (payload + header and
+// byte-enable flits) per write packet, from the model's own defaults (HostFabricParams).
+inline double nvlink_payload_share() {
+  const HostFabricParams h;
+  const auto payload = static_cast<double>(h.nvlink_max_payload.count());
+  return payload / (payload + static_cast<double>(h.nvlink_overhead.count()));
+}
 
 // One DGX H100 on a 400G InfiniBand star (its NICs idle for a one-server collective), plus
 // `extra` TOML.

@@ -137,20 +137,21 @@ TEST(CollNet, ASwitchsTreeLimitTakesCollNetAway) {
 TEST(CollNet, DirectExceedsTheRingBoundAndStaysBelowTheNvLinkBound) {
   // N = 32 ranks on 4 x DGX A100, H = 8 heads per server. Direct: per loop of H chunks every
   // GPU scatters 7 to the other heads and, as a head, sends its result to the other 7, so
-  // each GPU's NVLink (12 x 25 = 300 GB/s each way) carries 14 chunks per 8 of data:
-  //   algbw <= 300 x 8 / 14 = 171.4 GB/s;
+  // each GPU's NVLink (12 x 25 = 300 GB/s each way, of which the payload share p carries
+  // data) carries 14 chunks per 8 of data:
+  //   algbw <= 300 p x 8 / 14 (137.1 GB/s at p = 0.8);
   // a head's NIC carries its chunk once each way (8 x 25 = 200 GB/s per server), so the NICs
   // allow more. busbw = algbw x 2 (N - 1) / N. A ring sends 2 (N - 1) / N bytes per byte over
   // two network hops per channel through 8 NICs: busbw <= 8 x 25 = 200 GB/s. Both fidelity
   // levels (packet level at 128 MiB, where the fill is a few per cent, to keep the test short).
-  const double nvlink_alg = 300.0 * 8 / 14;
+  const double nvlink_alg = 300.0 * fixtures::nvlink_payload_share() * 8 / 14;
   const double ring_bus = 8 * 25.0;
   double flow_alg = 0;
   for (const auto& [fidelity, bytes] : {std::pair{"flow", 1ull << 30}, {"packet", 1ull << 27}}) {
     const NcclTestsRow row = fixtures::nccl_tests_row(sharp_a100(4, kLeafSpine, fidelity), bytes);
     EXPECT_EQ(row.algo, Algo::kCollNetDirect) << fidelity;  // the tuner's choice
     EXPECT_EQ(row.proto, Proto::kSimple) << fidelity;
-    EXPECT_GT(row.busbw[0], 1.3 * ring_bus) << fidelity;
+    EXPECT_GT(row.busbw[0], 1.2 * ring_bus) << fidelity;  // bound: 2 x 31/32 x 137 = 266
     EXPECT_LT(row.algbw[0], nvlink_alg) << fidelity;
     EXPECT_GT(row.algbw[0], 0.85 * nvlink_alg) << fidelity;
     if (bytes == 1ull << 30) flow_alg = row.algbw[0];
@@ -168,16 +169,19 @@ TEST(CollNet, DirectExceedsTheRingBoundAndStaysBelowTheNvLinkBound) {
 TEST(CollNet, ChainReachesItsNvLinkBoundAndAgreesAcrossLevels) {
   // Chain on 2 x DGX A100 (one switch): channel c reduces up a chain of the server's 8 GPUs to
   // head c mod 8 and broadcasts back down, so every GPU sends each byte of a channel once up
-  // and once down: a GPU's NVLink carries 2 S each way, algbw <= 300 / 2 = 150 GB/s; the
+  // and once down: in the 6 of 8 channels where a GPU is inside its chain it sends each byte
+  // up and down, as a head only down, at the bottom only up, so its NVLink carries
+  // (6 x 2 + 1 + 1) / 8 S = 1.75 S each way: algbw <= 300 p / 1.75 (137 GB/s at the payload
+  // share p = 0.8); the
   // heads' NICs carry S / 8 each way. Flow and packet level agree within 3 % at 256 MiB.
-  const double bound = 300.0 / 2;
+  const double bound = 300.0 * fixtures::nvlink_payload_share() / 1.75;
   std::vector<double> alg;
   for (const char* fidelity : {"flow", "packet"}) {
     const NcclTestsRow row = fixtures::nccl_tests_row(
         sharp_a100(2, kStar, fidelity, {"nccl.NCCL_ALGO=\"CollNetChain\""}), 1ull << 28);
     EXPECT_EQ(row.algo, Algo::kCollNetChain) << fidelity;
     EXPECT_LT(row.algbw[0], bound) << fidelity;
-    EXPECT_GT(row.algbw[0], 0.88 * bound) << fidelity;
+    EXPECT_GT(row.algbw[0], 0.85 * bound) << fidelity;
     alg.push_back(row.algbw[0]);
   }
   EXPECT_NEAR(alg[1], alg[0], 0.03 * alg[0]);
@@ -307,5 +311,5 @@ TEST(CollNet, NvlsAcrossServersSendsEachHeadsShareThroughItsTree) {
     });
     EXPECT_EQ(nics, 16);
   }
-  EXPECT_NEAR(alg[1], alg[0], 0.02 * alg[0]);
+  EXPECT_NEAR(alg[1], alg[0], 0.04 * alg[0]);  // issue 18's flow-vs-packet bound is 5 %
 }
