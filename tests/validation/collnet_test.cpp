@@ -172,8 +172,8 @@ TEST(CollNet, ChainReachesItsNvLinkBoundAndAgreesAcrossLevels) {
   // and once down: in the 6 of 8 channels where a GPU is inside its chain it sends each byte
   // up and down, as a head only down, at the bottom only up, so its NVLink carries
   // (6 x 2 + 1 + 1) / 8 S = 1.75 S each way: algbw <= 300 p / 1.75 (137 GB/s at the payload
-  // share p = 0.8); the
-  // heads' NICs carry S / 8 each way. Flow and packet level agree within 3 % at 256 MiB.
+  // share p = 0.8); the heads' NICs carry S / 8 each way. Flow and packet level agree within 3 % at
+  // 256 MiB.
   const double bound = 300.0 * fixtures::nvlink_payload_share() / 1.75;
   std::vector<double> alg;
   for (const char* fidelity : {"flow", "packet"}) {
