@@ -549,9 +549,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   calibrate_cmd->add_option("--out", measured.out, "Overlay to write (extends the scenario)");
   const char* fit_help =
       "Parameters to fit, comma-separated, or 'all' (default: flow.efficiency_nvlink, "
-      "flow.efficiency_network, nccl.launch_latency.*, with perftest rows nic.message_overhead "
-      "and nic.message_rate_mpps; also flow.efficiency_pcie, "
-      "nccl.step_latency.<proto>_<nvlink|pcie|net>)";
+      "flow.efficiency_network, nccl.launch_latency.*, "
+      "nccl.step_latency.<proto>_<nvlink|pcie|net>, with perftest rows nic.message_overhead "
+      "and nic.message_rate_mpps; also flow.efficiency_pcie)";
   calibrate_cmd->add_option("--fit", measured.fit, fit_help)->delimiter(',');
   CLI::App* validate_cmd = measurement_command(
       "validate", "Simulate measured runs; print measured vs simulated and the error");

@@ -188,16 +188,18 @@ MeasurementSet load_measurements(const std::filesystem::path& dir) {
 // tuner's hwLat); per protocol the launch latency; the NIC's per-message overhead and rate.
 // The PCIe class only carries collectives on servers without NVLink (GPU to GPU peer to peer):
 // its efficiency is usually set directly from fabricsim-bench's host copies, and fitted when
-// asked for. The step latencies only separate from the launch latency with sweeps at several
-// rank counts on each link class (the time of a small operation is launch + steps x step
-// latency, and the steps grow with the ranks): they are fitted when asked for.
+// asked for. The step latencies separate from the launch latency by the data only with sweeps
+// at several rank counts on each link class (the time of a small operation is launch + steps x
+// step latency, and the steps grow with the ranks); with fewer, the priors share the change
+// (validation/fit.hpp). Left out, the launch latencies absorb the steps' share of mid sizes and
+// leave their physical range.
 std::vector<CalibrationParameter> calibration_parameters() {
   std::vector<std::pair<int, CalibrationParameter>> ordered;
   for (const auto& k : scenario_schema())
     if (k.fit.use != FitSpec::Use::kNone)
-      ordered.push_back(
-          {k.fit.order,
-           {k.path, k.fit.min, k.fit.max, k.type == KeyType::kTime, k.fit.start, k.fit.use}});
+      ordered.push_back({k.fit.order,
+                         {k.path, k.fit.min, k.fit.max, k.type == KeyType::kTime, k.fit.start,
+                          k.fit.use, k.fit.low, k.fit.high, std::string(k.fit.basis)}});
   std::sort(ordered.begin(), ordered.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<CalibrationParameter> out;
@@ -266,6 +268,31 @@ std::string CalibrationParameter::at_bound(double v) const {
 
 void CalibrationParameter::set(Scenario& s, double v) const {
   key_number(key).set(s, v);
+}
+
+std::string CalibrationParameter::outside_range(double v) const {
+  if (v >= low && v <= high) return {};
+  return fmt::format("{} = {:.4g} is outside its physical range {:.4g} to {:.4g} ({})", key, v, low,
+                     high, basis);
+}
+
+validation::FitParameter CalibrationParameter::fit_parameter(const Scenario& s) const {
+  const double initial = get(s) >= min ? get(s) : start;
+  return {key, initial, min, max, std::clamp(initial, low, high), std::log(high / low) / 2};
+}
+
+std::vector<std::string> Calibration::problems() const {
+  std::vector<std::string> out;
+  if (!fit.converged) out.push_back("the fit did not converge");
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (!fit.identifiable[i]) continue;
+    const double v = fit.values[i];
+    if (const std::string b = params[i].at_bound(v); !b.empty())
+      out.push_back(params[i].key + " " + b);
+    else if (const std::string r = params[i].outside_range(v); !r.empty())
+      out.push_back(r);
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- direct estimates
@@ -394,8 +421,7 @@ Calibration calibrate(const Scenario& s, const BuiltCluster& cluster,
   Calibration c;
   c.params = calibration_parameters(keys, measurements);
   std::vector<validation::FitParameter> fp;
-  for (const auto& p : c.params)
-    fp.push_back({p.key, p.get(s) >= p.min ? p.get(s) : p.start, p.min, p.max});
+  for (const auto& p : c.params) fp.push_back(p.fit_parameter(s));
   std::vector<double> measured;
   for (const auto& m : measurements) measured.push_back(m.time_us);
   c.fit = validation::fit(fp, measured, [&](const std::vector<double>& v) {

@@ -5,8 +5,10 @@
 //
 // Calibration fits model parameters to the nccl-tests rows (validation/fit.hpp: robust, in
 // relative error): per link class the flow level's bandwidth efficiency
-// (`flow.efficiency_nvlink`, `flow.efficiency_network`) and NCCL's launch latency per protocol
-// (`nccl.launch_latency.*`). It simulates every measured (binary, ranks, size) at flow level on
+// (`flow.efficiency_nvlink`, `flow.efficiency_network`), NCCL's launch latency per protocol
+// (`nccl.launch_latency.*`) and step latency per protocol and link class
+// (`nccl.step_latency.*`), each with a prior over its physical range and judged against it
+// (Calibration::problems). It simulates every measured (binary, ranks, size) at flow level on
 // the scenario's cluster, rank count mapped as the measurement ran (n <= GPUs per server: one
 // server; else whole servers), and writes an overlay that `extends` the scenario. Parameters a
 // single measurement gives directly (DirectEstimate) are set before the fit.
@@ -65,18 +67,26 @@ MeasurementSet load_measurements(const std::filesystem::path& dir);
 // A calibrated parameter: a schema row with a FitSpec (scenario/schema.hpp), and how to apply
 // it to a scenario (the row's KeyNumber).
 struct CalibrationParameter {
-  std::string key;  // scenario key, e.g. "flow.efficiency_network"
-  double min = 0, max = 0;
-  bool time_us = false;  // written as a time ("9.1us") rather than a number
-  double start = 0;      // where the fit starts when the scenario's value is below min
+  std::string key;          // scenario key, e.g. "flow.efficiency_network"
+  double min = 0, max = 0;  // the fit's search bounds
+  bool time_us = false;     // written as a time ("9.1us") rather than a number
+  double start = 0;         // where the fit starts when the scenario's value is below min
   // In the default set always, only with RDMA latency (bandwidth) rows, or only when named
   // (--fit).
   using Use = FitSpec::Use;
   Use use = Use::kDefault;
+  // The physical range (FitSpec::low, high) and its evidence.
+  double low = 0, high = 0;
+  std::string basis;
   double get(const Scenario& s) const;
   void set(Scenario& s, double v) const;
   // What a fitted value at one of the bounds means ("" inside them): its uncertainty is not.
   std::string at_bound(double v) const;
+  // What is wrong with a fitted value against its physical range ("" inside it).
+  std::string outside_range(double v) const;
+  // The fit's prior on ln(value): centred on the scenario's value (where the fit starts)
+  // pulled into the physical range, standard deviation half the range's width (in ln).
+  validation::FitParameter fit_parameter(const Scenario& s) const;
 };
 // Perftest rows are simulated as `fabricsim perftest` runs them (experiments/perftest.hpp).
 // One nccl-tests row's time (us) on the scenario's cluster at its fidelity, the ranks placed as
@@ -121,6 +131,11 @@ struct Calibration {
   std::vector<DirectEstimate> direct;  // applied before the fit
   std::vector<CalibrationParameter> params;
   validation::FitResult fit;
+  // Why the fit is not good, one line each: a fitted value at a search bound or outside its
+  // physical range (the model lacks a shape the measurements have, and the parameter is
+  // compensating), or no convergence. Empty: good.
+  std::vector<std::string> problems() const;
+  bool good() const { return problems().empty(); }
 };
 Calibration calibrate(const Scenario& s, const std::vector<Measurement>& measurements,
                       const std::vector<std::string>& keys = {});

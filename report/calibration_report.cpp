@@ -13,22 +13,21 @@ std::string direct_estimates_text(const std::vector<DirectEstimate>& direct) {
 }
 
 std::string calibration_table(const Scenario& s, const Calibration& cal, std::size_t rows) {
-  std::string out =
-      fmt::format("{:<28} {:>12} {:>12} {:>10}\n", "parameter", "before", "fitted", "+- (1s)");
+  std::string out = fmt::format("{:<28} {:>12} {:>12} {:>10}  {:<17} {}\n", "parameter", "before",
+                                "fitted", "+- (1s)", "physical range", "");
   for (std::size_t i = 0; i < cal.params.size(); ++i) {
     const auto& p = cal.params[i];
+    const std::string range = fmt::format("{:.4g} to {:.4g}", p.low, p.high);
+    const double v = cal.fit.values[i];
     if (!cal.fit.identifiable[i]) {
-      out +=
-          fmt::format("{:<28} {:>12.4f} {:>12} {:>10}\n", p.key, p.get(s), "-", "not identifiable");
+      out += fmt::format("{:<28} {:>12.4f} {:>12} {:>10}  {:<17} not identifiable\n", p.key,
+                         p.get(s), "-", "-", range);
       continue;
     }
-    if (const std::string bound = p.at_bound(cal.fit.values[i]); !bound.empty()) {
-      out += fmt::format("{:<28} {:>12.4f} {:>12.4f}  {}\n", p.key, p.get(s), cal.fit.values[i],
-                         bound);
-      continue;
-    }
-    out += fmt::format("{:<28} {:>12.4f} {:>12.4f} {:>9.2f}%\n", p.key, p.get(s), cal.fit.values[i],
-                       cal.fit.rel_std_error[i] * 100);
+    std::string note = p.at_bound(v);
+    if (note.empty() && !p.outside_range(v).empty()) note = "OUTSIDE its physical range";
+    out += fmt::format("{:<28} {:>12.4f} {:>12.4f} {:>9.2f}%  {:<17} {}\n", p.key, p.get(s), v,
+                       cal.fit.rel_std_error[i] * 100, range, note);
   }
   std::size_t outliers = 0;
   for (double w : cal.fit.weights) outliers += w < 0.5;  // beyond 2.7 robust sigmas
@@ -37,6 +36,15 @@ std::string calibration_table(const Scenario& s, const Calibration& cal, std::si
       "iterations, {} simulations{}\n",
       rows, cal.fit.rms * 100, outliers, cal.fit.iterations, cal.fit.evaluations,
       cal.fit.converged ? "" : " (not converged)");
+  const auto problems = cal.problems();
+  if (problems.empty()) {
+    out += "verdict: good (every fitted value inside its physical range, none at a bound)\n";
+  } else {
+    out +=
+        "verdict: NOT GOOD: the model lacks a shape these measurements have, and the fit "
+        "bends parameters to make up for it; look at the model before using these values:\n";
+    for (const auto& why : problems) out += "  - " + why + "\n";
+  }
   return out;
 }
 
@@ -49,6 +57,10 @@ std::string calibration_overlay(const Calibration& c, const std::filesystem::pat
       "{:.2f} %, {} iterations).\n# Uncertainties are 1 sigma, relative. Values apply at flow "
       "level (fidelity = \"flow\"); launch latencies and HBM at both levels.\n",
       from, rows, c.fit.rms * 100, c.fit.iterations);
+  const auto problems = c.problems();
+  text += problems.empty() ? "# Verdict: good (every fitted value inside its physical range).\n"
+                           : "# Verdict: NOT GOOD:\n";
+  for (const auto& why : problems) text += "#   - " + why + "\n";
   text += fmt::format("extends = \"{}\"\nfidelity = \"flow\"\n",
                       std::filesystem::relative(std::filesystem::absolute(scenario),
                                                 std::filesystem::absolute(base))
@@ -75,9 +87,10 @@ std::string calibration_overlay(const Calibration& c, const std::filesystem::pat
       fixed += " " + p.key;
       continue;
     }
-    const std::string bound = p.at_bound(v);
-    const std::string note =
-        bound.empty() ? fmt::format("+- {:.2f} %", c.fit.rel_std_error[i] * 100) : bound;
+    std::string note = p.at_bound(v);
+    if (note.empty())
+      note = fmt::format("+- {:.2f} %{}", c.fit.rel_std_error[i] * 100,
+                         p.outside_range(v).empty() ? "" : ", OUTSIDE its physical range");
     add(p.key, p.time_us ? fmt::format("\"{:.4f}us\"  # {}", v, note)
                          : fmt::format("{:.5f}  # {}", v, note));
   }

@@ -116,7 +116,11 @@ std::string scenario_keys_json(std::string_view prefix) {
       row.insert("choices", std::move(choices));
     }
     if (k.fit.use != FitSpec::Use::kNone)
-      row.insert("calibration", toml::table{{"min", k.fit.min}, {"max", k.fit.max}});
+      row.insert("calibration", toml::table{{"min", k.fit.min},
+                                            {"max", k.fit.max},
+                                            {"physical_low", k.fit.low},
+                                            {"physical_high", k.fit.high},
+                                            {"physical_basis", std::string(k.fit.basis)}});
     rows.push_back(std::move(row));
   }
   std::ostringstream s;

@@ -31,6 +31,32 @@ Time from_us(double us) {
 }
 constexpr double kMaxInt = static_cast<double>(1LL << 50);
 
+// The physical ranges of calibration's parameters (FitSpec::low, high) and their evidence;
+// docs/validation.md lists them.
+constexpr std::string_view kLaunchLatencyBasis =
+    "a CUDA kernel launch takes 2-5 us on Volta to Blackwell (fabricsim-bench --micro "
+    "launch_us) and NCCL's host-side enqueue adds a few; NCCL's baseLat (tuning.cc) is 6.6-14 us. "
+    "A floor above 30 us comes from the steps or the transport, not the launch";
+constexpr std::string_view kStepLatencyBasis =
+    "a factor of 3 either side of NCCL's hwLat for this protocol and link class (tuning.cc), "
+    "the spread NCCL's own table shows between GPU generations and link classes";
+constexpr std::string_view kNvlinkEfficiencyBasis =
+    "NVLink's packet overhead (header and byte-enable flits, 0.80 of the signalling rate) is "
+    "modelled; published one-server busbw peaks of DGX A100 and H100 lie within 15 % of that "
+    "payload rate";
+constexpr std::string_view kPcieEfficiencyBasis =
+    "TLP headers, DMA read requests and completions: pinned host copies reach 60-90 % of a "
+    "PCIe link's rate (fabricsim-bench --micro h2d/d2h on Gen3 to Gen5)";
+constexpr std::string_view kNetworkEfficiencyBasis =
+    "RoCE/IB headers and ACKs are modelled; perftest ib_write_bw at 64 KiB and above reaches "
+    "over 90 % of a ConnectX-5 to ConnectX-7 port's line rate";
+constexpr std::string_view kMessageOverheadBasis =
+    "ib_write_lat's one-way latency on ConnectX-4 to ConnectX-7 is 0.8-2 us, of which the wire "
+    "and one switch take 0.2-0.6 us";
+constexpr std::string_view kMessageRateBasis =
+    "NVIDIA's ConnectX-5 and ConnectX-6 product briefs quote up to 200-215 million messages "
+    "per second, ConnectX-7 more; virtual and older NICs reach tens";
+
 const char* const kProtos[] = {"ll", "ll128", "simple"};
 const char* const kProtoNames[] = {"LL", "LL128", "Simple"};
 const char* const kLinks[] = {"nvlink", "pcie", "net"};
@@ -492,7 +518,7 @@ void add_nic(std::vector<KeySpec>& k) {
        .number = {[](const Scenario& s) { return s.network.nic.message_overhead.us(); },
                   [](Scenario& s, double v) { s.network.nic.message_overhead = from_us(v); }},
        // From 0 by default: the fit starts at 1 us (it works on the parameter's logarithm).
-       .fit = {Use::kWithRdmaLatencyRows, 0.01, 100, 1.0, 15}});
+       .fit = {Use::kWithRdmaLatencyRows, 0.01, 100, 1.0, 15, 0.1, 3.0, kMessageOverheadBasis}});
   k.push_back(
       {.path = "nic.message_rate_mpps",
        .type = T::kReal,
@@ -509,7 +535,7 @@ void add_nic(std::vector<KeySpec>& k) {
        .number = {[](const Scenario& s) { return s.network.nic.message_rate_mpps; },
                   [](Scenario& s, double v) { s.network.nic.message_rate_mpps = v; }},
        // From 0 (no limit) by default: the fit starts at 100 Mpps, 10 ns a message.
-       .fit = {Use::kWithRdmaStreamRows, 0.01, 1e5, 100, 16}});
+       .fit = {Use::kWithRdmaStreamRows, 0.01, 1e5, 100, 16, 10, 500, kMessageRateBasis}});
   k.push_back({.path = "nic.gpudirect",
                .type = T::kBoolean,
                .fallback = HostFabricParams{}.gpudirect,
@@ -1353,7 +1379,8 @@ void add_nccl(std::vector<KeySpec>& k) {
                               kProtoNames[p], l == 2 ? "the network" : kLinks[l]),
            .number = {[p, l](const Scenario& s) { return s.nccl.step_latency_us[p][l]; },
                       [p, l](Scenario& s, double v) { s.nccl.step_latency_us[p][l] = v; }},
-           .fit = {Use::kOnRequest, 0.01, 1000, 0, 6 + 3 * p + l}});
+           .fit = {Use::kDefault, 0.01, 1000, 0, 6 + 3 * p + l, c.step_latency_us[p][l] / 3,
+                   c.step_latency_us[p][l] * 3, kStepLatencyBasis}});
   for (int p = 0; p < 3; ++p)
     k.push_back({.path = fmt::format("nccl.launch_latency.{}", kProtos[p]),
                  .type = T::kTime,
@@ -1362,7 +1389,7 @@ void add_nccl(std::vector<KeySpec>& k) {
                  .doc = fmt::format("fixed cost of launching a collective with {}", kProtoNames[p]),
                  .number = {[p](const Scenario& s) { return s.nccl.launch_latency_us[p]; },
                             [p](Scenario& s, double v) { s.nccl.launch_latency_us[p] = v; }},
-                 .fit = {Use::kDefault, 0.1, 1000, 0, 2 + p}});
+                 .fit = {Use::kDefault, 0.1, 1000, 0, 2 + p, 3, 30, kLaunchLatencyBasis}});
 }
 
 void add_flow_prices(std::vector<KeySpec>& k) {
@@ -1380,17 +1407,17 @@ void add_flow_prices(std::vector<KeySpec>& k) {
   efficiency("nvlink", "NVLink links",
              {[](const Scenario& s) { return s.flow_efficiency.nvlink; },
               [](Scenario& s, double v) { s.flow_efficiency.nvlink = v; }},
-             {Use::kDefault, 0.05, 1.0, 0, 0});
+             {Use::kDefault, 0.05, 1.0, 0, 0, 0.85, 1.0, kNvlinkEfficiencyBasis});
   // The PCIe class only carries collectives on servers without NVLink: usually set directly
   // from fabricsim-bench's host copies, fitted when asked for.
   efficiency("pcie", "PCIe links",
              {[](const Scenario& s) { return s.flow_efficiency.pcie; },
               [](Scenario& s, double v) { s.flow_efficiency.pcie = v; }},
-             {Use::kOnRequest, 0.05, 1.0, 0, 5});
+             {Use::kOnRequest, 0.05, 1.0, 0, 5, 0.6, 1.0, kPcieEfficiencyBasis});
   efficiency("network", "network links",
              {[](const Scenario& s) { return s.flow_efficiency.network; },
               [](Scenario& s, double v) { s.flow_efficiency.network = v; }},
-             {Use::kDefault, 0.05, 1.0, 0, 1});
+             {Use::kDefault, 0.05, 1.0, 0, 1, 0.85, 1.0, kNetworkEfficiencyBasis});
   const ExecutionOptions e{};
   k.push_back({.path = "flow.collectives",
                .type = T::kChoice,

@@ -59,9 +59,15 @@ using KeyValue = std::variant<std::monostate, bool, std::int64_t, double, std::s
 struct FitSpec {
   enum class Use { kNone, kDefault, kWithRdmaLatencyRows, kWithRdmaStreamRows, kOnRequest };
   Use use = Use::kNone;
-  double min = 0, max = 0;
+  double min = 0, max = 0;  // where the fit may search
   double start = 0;
   int order = 0;
+  // The range a real machine's value lies in, and the evidence for it (docs/validation.md,
+  // "Physical ranges"). The fit's prior spans it: log-normal, centred on the scenario's value,
+  // its ends two standard deviations away; a fitted value outside it, or at a search bound,
+  // makes calibration refuse to call the fit good.
+  double low = 0, high = 0;
+  std::string_view basis{};
 };
 
 // The plain number a key sets in a Scenario, for calibration: times in µs, bandwidths in GB/s,

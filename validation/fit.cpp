@@ -27,6 +27,7 @@ FitResult fit(const std::vector<FitParameter>& params, const std::vector<double>
     if (!(v > 0)) throw std::invalid_argument("measured values must be positive");
   FitResult out;
   Eigen::VectorXd u(p), lo(p), hi(p);  // ln of the parameters and their bounds
+  Eigen::VectorXd mu = Eigen::VectorXd::Zero(p), precision = Eigen::VectorXd::Zero(p);
   for (Eigen::Index j = 0; j < p; ++j) {
     const auto& fp = params[static_cast<std::size_t>(j)];
     if (!(fp.min > 0) || fp.max < fp.min)
@@ -34,7 +35,15 @@ FitResult fit(const std::vector<FitParameter>& params, const std::vector<double>
     lo[j] = std::log(fp.min);
     hi[j] = std::log(fp.max);
     u[j] = std::clamp(std::log(fp.initial), lo[j], hi[j]);
+    if (fp.prior_sigma > 0) {
+      if (!(fp.prior > 0))
+        throw std::invalid_argument("parameter " + fp.name + ": a prior's median must be positive");
+      mu[j] = std::log(fp.prior);
+      precision[j] = 1 / (fp.prior_sigma * fp.prior_sigma);
+    }
   }
+  // The prior's term of the cost, in the data's units (noise^2 x precision).
+  const double noise2 = options.noise * options.noise;
   const auto values = [&](const Eigen::VectorXd& x) {
     std::vector<double> v(static_cast<std::size_t>(p));
     for (Eigen::Index j = 0; j < p; ++j) v[static_cast<std::size_t>(j)] = std::exp(x[j]);
@@ -56,15 +65,19 @@ FitResult fit(const std::vector<FitParameter>& params, const std::vector<double>
   const auto huber = [&](const Eigen::VectorXd& r) {
     std::vector<double> a(static_cast<std::size_t>(m));
     for (Eigen::Index i = 0; i < m; ++i) a[static_cast<std::size_t>(i)] = std::abs(r[i]);
-    const double scale = std::max(1.4826 * median(a), 1e-6);
+    // Never below the measurements' own scatter: where most rows fit exactly (one-GPU rows, a
+    // copy), the rest are not outliers for missing by a percent.
+    const double scale = std::max(1.4826 * median(a), std::max(options.noise, 1e-6));
     Eigen::VectorXd w(m);
     for (Eigen::Index i = 0; i < m; ++i)
       w[i] = std::abs(r[i]) <= options.huber_k * scale ? 1.0
                                                        : options.huber_k * scale / std::abs(r[i]);
     return w;
   };
-  const auto cost = [](const Eigen::VectorXd& r, const Eigen::VectorXd& w) {
-    return (w.array() * r.array().square()).sum();
+  const auto cost = [&](const Eigen::VectorXd& r, const Eigen::VectorXd& w,
+                        const Eigen::VectorXd& x) {
+    return (w.array() * r.array().square()).sum() +
+           noise2 * (precision.array() * (x - mu).array().square()).sum();
   };
 
   Eigen::VectorXd r = residuals(u);
@@ -91,9 +104,16 @@ FitResult fit(const std::vector<FitParameter>& params, const std::vector<double>
     w = huber(r);
     const Eigen::MatrixXd JtW = J.transpose() * w.asDiagonal();
     Eigen::MatrixXd A = JtW * J;
-    const Eigen::VectorXd g = JtW * r;
-    for (Eigen::Index j = 0; j < p; ++j)
-      if (!free[static_cast<std::size_t>(j)]) A(j, j) = 1;  // fixed: a zero step
+    Eigen::VectorXd g = JtW * r;
+    for (Eigen::Index j = 0; j < p; ++j) {
+      if (!free[static_cast<std::size_t>(j)]) {  // fixed: a zero step
+        A(j, j) = 1;
+        g[j] = 0;
+        continue;
+      }
+      A(j, j) += noise2 * precision[j];
+      g[j] += noise2 * precision[j] * (mu[j] - u[j]);
+    }
     bool improved = false;
     Eigen::VectorXd du;
     for (int tries = 0; tries < 12 && !improved; ++tries) {
@@ -102,7 +122,7 @@ FitResult fit(const std::vector<FitParameter>& params, const std::vector<double>
       du = damped.ldlt().solve(g);
       Eigen::VectorXd next = (u + du).cwiseMax(lo).cwiseMin(hi);
       const Eigen::VectorXd rn = residuals(next);
-      if (cost(rn, w) < cost(r, w)) {
+      if (cost(rn, w, next) < cost(r, w, u)) {
         du = next - u;
         u = next;
         r = rn;
@@ -118,19 +138,22 @@ FitResult fit(const std::vector<FitParameter>& params, const std::vector<double>
     }
   }
   // Uncertainty at the solution: s^2 (J' W J)^-1 over the free parameters.
+  // With priors: the posterior's, (J' W J / s^2 + diag(precision))^-1.
   w = huber(r);
-  const Eigen::MatrixXd A = J.transpose() * w.asDiagonal() * J;
   const auto nfree = std::count(free.begin(), free.end(), true);
   const double dof = std::max<double>(1, static_cast<double>(m - nfree));
-  const double s2 = cost(r, w) / dof;
-  Eigen::MatrixXd Af = A;
-  for (Eigen::Index j = 0; j < p; ++j)
+  const double s2 = std::max((w.array() * r.array().square()).sum() / dof, 1e-300);
+  Eigen::MatrixXd Af = J.transpose() * w.asDiagonal() * J / s2;
+  for (Eigen::Index j = 0; j < p; ++j) {
     if (!free[static_cast<std::size_t>(j)]) {
       Af.row(j).setZero();
       Af.col(j).setZero();
       Af(j, j) = 1;
+      continue;
     }
-  const Eigen::MatrixXd cov = Af.completeOrthogonalDecomposition().pseudoInverse() * s2;
+    Af(j, j) += precision[j];
+  }
+  const Eigen::MatrixXd cov = Af.completeOrthogonalDecomposition().pseudoInverse();
   out.values = values(u);
   for (Eigen::Index j = 0; j < p; ++j) {
     const bool f = free[static_cast<std::size_t>(j)];
