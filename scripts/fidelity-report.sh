@@ -85,6 +85,30 @@ HEAD
       while read -r size tp _ tf; do row "$size" "$tp" "$tf"; done
     echo
   done
+  for case in "one server:-g 8 --np 1" "4 servers:"; do
+    title=${case%%:*}
+    args=${case#*:}
+    echo "## AllReduce by size with NCCL's own choices, 4 × DGX A100, $title"
+    echo
+    echo "scenarios/fidelity/dgx-a100-x4-nccl-defaults.toml: the tuner picks algorithm, protocol and"
+    echo "channels per size. Flow level as it runs by default (\`\"auto\"\`: slices up to"
+    echo "\`stream_above_primitives\`) and with every size streamed, each against packet level."
+    echo
+    echo "| size (B) | choice | packet (µs) | flow (µs) | flow vs packet | streams (µs) | streams vs packet |"
+    echo "|---|---|---:|---:|---:|---:|---:|"
+    sc=scenarios/fidelity/dgx-a100-x4-nccl-defaults.toml
+    # shellcheck disable=SC2086
+    paste <(nccl --scenario $sc $args -b 1M -e 256M -f 2) \
+          <(nccl --scenario $sc $args -b 1M -e 256M -f 2 --fidelity flow) \
+          <(nccl --scenario $sc $args -b 1M -e 256M -f 2 --fidelity flow --set flow.collectives=streams) \
+          <("$bin" nccl-tests all_reduce_perf --scenario $sc $args -b 1M -e 256M -f 2 |
+             sed -n 's/^# fabricsim: *[0-9]* B AllReduce \([^ ]*\) \([0-9]*\) channels.*/\1 \2ch/p') |
+      while read -r size tp _ tf _ ts choice ch; do
+        awk -v s="$size" -v c="$choice $ch" -v p="$tp" -v f="$tf" -v t="$ts" 'BEGIN {
+          printf "| %s | %s | %.1f | %.1f | %+.1f%% | %.1f | %+.1f%% |\n", s, c, p, f, (f / p - 1) * 100, t, (t / p - 1) * 100 }'
+      done
+    echo
+  done
   for algo in Ring Tree; do
     echo "## Flow level: streamed against primitive execution, $algo AllReduce, 4 × DGX A100"
     echo

@@ -306,9 +306,15 @@ class CollectiveEngine::Builder {
   // One hop of a slice's way: the sender's primitive (step latency and copy; inside a server
   // the copy is the transfer), the proxy's hand-off over the network, and the route.
   double hop_seconds(const Conn& k, std::uint64_t bytes, bool reduce) const {
-    return op_seconds(k, bytes, reduce) +
-           (k.local ? 0.0 : e_.proxy_delay(run_.result.proto).seconds()) +
-           e_.port_.pipelines()->path_latency(k.address).seconds();
+    const double path = e_.port_.pipelines()->path_latency(k.address).seconds();
+    if (k.local) {
+      // The block's stores are the transfer: its primitive ends when the copy is done and the
+      // stores have landed (try_advance), the route's latency beside the copy, not after it.
+      const double rate = e_.block_rate(run_, reduce);
+      const double copy = rate > 0 ? static_cast<double>(bytes) * 8 / rate : 0.0;
+      return e_.step_latency(run_.result.proto, k.link).seconds() + std::max(copy, path);
+    }
+    return op_seconds(k, bytes, reduce) + e_.proxy_delay(run_.result.proto).seconds() + path;
   }
   static Time seconds(double s) {
     return Time::from_ps(static_cast<Time::rep>(std::llround(s * 1e12)));
