@@ -81,8 +81,11 @@ int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
   const Validation v = validate(s, set, c.holdout, c.fit, notes);
   print_notes(notes, err);
   err << direct_estimates_text(v.direct);
-  if (v.held_rows > 0)
-    err << fmt::format("  calibrated on {} rows, holding out {}\n", v.fit_rows, v.held_rows);
+  if (v.held_rows > 0) {
+    err << fmt::format("  calibrated on {} rows, holding out {}; fit {}\n", v.fit_rows, v.held_rows,
+                       v.fit_problems.empty() ? "good" : "NOT GOOD:");
+    for (const auto& why : v.fit_problems) err << "    - " << why << '\n';
+  }
   out << validation_table(v);
   if (!c.report.empty()) {
     write_file_atomically(c.report, validation_html(fmt::format("fabricsim validate: {} against {}",

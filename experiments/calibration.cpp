@@ -496,6 +496,7 @@ Validation validate(Scenario s, const MeasurementSet& set, double holdout,
     // Fit on the rest, then judge on what the fit did not see.
     const Calibration cal = calibrate(s, cluster, parts.fit, fit_keys);
     for (std::size_t i = 0; i < cal.params.size(); ++i) cal.params[i].set(s, cal.fit.values[i]);
+    v.fit_problems = cal.problems();
     s.fidelity = Fidelity::kFlow;
   }
   const std::vector<double> sim_fit = simulate_measurements(s, cluster, parts.fit);

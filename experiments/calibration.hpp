@@ -172,8 +172,9 @@ struct ValidationErrors {
 struct Validation {
   std::vector<DirectEstimate> direct;  // applied before the fit (only when rows are held out)
   std::size_t fit_rows = 0, held_rows = 0;
-  std::vector<ValidationRow> rows;  // the fit rows, then the held-out ones
-  ValidationErrors judged;          // over the held-out rows, or all rows when none are
+  std::vector<ValidationRow> rows;        // the fit rows, then the held-out ones
+  ValidationErrors judged;                // over the held-out rows, or all rows when none are
+  std::vector<std::string> fit_problems;  // the calibration's (Calibration::problems), if any
 };
 // Holds out `holdout` of the set's nccl-tests/perftest rows (holdout_split), calibrates `s` on
 // the rest (the set's direct estimates first, then the fit of `fit_keys`) and simulates every

@@ -329,7 +329,7 @@ TEST(Calibration, VerdictRefusesAValueOutsideItsPhysicalRange) {
   Scenario hidden = base;
   hidden.flow_efficiency.network = 0.6;
   std::vector<Measurement> ms;
-  for (std::uint64_t b = 16u << 20; b <= (256u << 20); b *= 4)
+  for (std::uint64_t b = 4u << 20; b <= (16u << 20); b *= 4)
     ms.push_back({"gen", "all_reduce_perf", CollOp::kAllReduce, 16, b, 0});
   const auto t = simulate_measurements(hidden, ms);
   for (std::size_t i = 0; i < ms.size(); ++i) ms[i].time_us = t[i];
@@ -407,10 +407,12 @@ TEST(Calibration, FitOnSmallSizesDoesNotMakeLargeSizesWorse) {
   hidden.flow_efficiency.nvlink = 0.92;
   hidden.flow_efficiency.network = 0.9;
   std::vector<Measurement> small, large;
-  for (int ranks : {8, 16})
-    for (std::uint64_t b = 1024; b <= (1u << 30); b *= 4)
-      (b <= (64u << 20) ? small : large)
-          .push_back({"gen", "all_reduce_perf", CollOp::kAllReduce, ranks, b, 0});
+  for (int ranks : {8, 16}) {
+    for (std::uint64_t b = 1024; b <= (64u << 20); b *= 8)
+      small.push_back({"gen", "all_reduce_perf", CollOp::kAllReduce, ranks, b, 0});
+    for (std::uint64_t b : {256u << 20, 1u << 30})
+      large.push_back({"gen", "all_reduce_perf", CollOp::kAllReduce, ranks, b, 0});
+  }
   const auto truth = [&](std::vector<Measurement>& ms) {
     const auto t = simulate_measurements(hidden, ms);
     for (std::size_t i = 0; i < ms.size(); ++i)
@@ -725,6 +727,7 @@ TEST(Calibration, CommandsWriteALoadableOverlayValidateAndDiagnose) {
             0)
       << text;
   EXPECT_NE(text.find("flow.efficiency_network"), std::string::npos);
+  EXPECT_NE(text.find("verdict: good"), std::string::npos) << text;
   const Scenario s = load_scenario(overlay);
   EXPECT_NEAR(s.flow_efficiency.network, 0.88, 0.88 * 0.02);
   // The calibrated scenario reproduces the measurements; the uncalibrated one does not.
