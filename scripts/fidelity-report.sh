@@ -109,6 +109,25 @@ HEAD
       done
     echo
   done
+  cat <<'LOCKSTEP'
+Where the two levels part (one server, 4 to 32 MiB: flow 15 to 35 % slower) the cause is known.
+At flow level, channels that share a GPU's NVLink stay in lock step: max-min sharing gives their
+equal transfers equal rates, they end together, all wait their step latency at once, and the
+link idles for it every step; an offset between two channels is kept, never grown. At packet
+level the NVLink ports' round-robin service ends the transfers a few microseconds apart and the
+channels drift until their step latencies no longer coincide, hiding them behind each other's
+transfers. A patch that started channel c of C c / C of a step latency late (not kept) made the
+levels agree within 1 % on one server and within 5 % on four, from 1 MiB up, but it moves the
+mid sizes 10 to 20 % below NCCL's own estimate (4 MiB: 60.7 µs against 73.8) and makes the
+LL -> LL128 switch at 2 -> 4 MiB grow busbw 2.0x where NCCL's model has 1.54x, which
+`CurveSmoothness` refuses. NCCL's additive estimate, latency + size / bandwidth, is what
+channels in lock step give, and the published runs the model was last compared with are
+slower than it at mid sizes, not faster; so the flow level keeps lock step until a
+measurement (fabricsim-bench at 2, 4 and
+8 MiB with `NCCL_PROTO=LL128` and `NCCL_MAX_NCHANNELS` 1 to 24 on one DGX) shows which one
+a GPU does.
+
+LOCKSTEP
   for algo in Ring Tree; do
     echo "## Flow level: streamed against primitive execution, $algo AllReduce, 4 × DGX A100"
     echo
