@@ -2,31 +2,37 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <bit>
 
 namespace fabricsim {
 
 EgressPort::EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& name,
                        const PortConfig& cfg)
     : sim_(sim),
-      pool_(pool),
-      name_(name),
-      cfg_(cfg),
+      latency_(cfg.latency),
+      strict_(cfg.strict),
+      lossless_(cfg.lossless),
+      credit_flow_(cfg.vl_credits > Bytes(0)),
       tx_done_(sim.bind<&EgressPort::on_tx_done>(*this)),
       arrival_(sim.bind<&EgressPort::on_arrival>(*this)),
+      pool_(pool),
+      cfg_(cfg),
+      name_(name),
       pause_expiry_(sim.bind<&EgressPort::on_pause_expiry>(*this)),
       watchdog_(sim.bind<&EgressPort::on_watchdog>(*this)),
-      credit_(sim.bind<&EgressPort::on_credit>(*this)),
-      queue_gauge_(sim.probes().gauge(name + ".queue_bytes")),
-      tx_bytes_gauge_(sim.probes().gauge(name + ".tx_bytes_cumulative")),
-      tx_packets_(sim.probes().counter(name + ".tx_packets")),
-      tx_bytes_(sim.probes().counter(name + ".tx_bytes")),
-      tx_data_packets_(sim.probes().counter(name + ".tx_data_packets")) {
+      credit_(sim.bind<&EgressPort::on_credit>(*this)) {
+  ProbeRegistry& probes = sim.probes();
+  probes.attach(name + ".queue_bytes", queue_gauge_);
+  probes.attach(name + ".tx_bytes_cumulative", tx_bytes_gauge_);
+  probes.attach(name + ".tx_packets", tx_packets_);
+  probes.attach(name + ".tx_bytes", tx_bytes_);
+  probes.attach(name + ".tx_data_packets", tx_data_packets_);
   credits_.fill(cfg.vl_credits);
   for (int p = 0; p < kPriorities; ++p) {
     if ((cfg.lossless >> p & 1) == 0) continue;
     tx_pause_[p] = &sim.probes().counter(fmt::format("{}.tx_prio{}_pause", name, p));
     rx_pause_[p] = &sim.probes().counter(fmt::format("{}.rx_prio{}_pause", name, p));
-    prio_queue_gauge_[p] = &sim.probes().gauge(fmt::format("{}.prio{}_queue_bytes", name, p));
+    probes.attach(fmt::format("{}.prio{}_queue_bytes", name, p), prio_[p].queue_gauge);
     paused_gauge_[p] = &sim.probes().gauge(fmt::format("{}.prio{}_paused", name, p));
     rx_pause_duration_ns_[p] =
         &sim.probes().counter(fmt::format("{}.rx_prio{}_pause_duration_ns", name, p));
@@ -41,17 +47,17 @@ EgressPort::EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& n
 
 void EgressPort::account(Packet* p, bool added) {
   const Bytes size(p->wire_bytes);
+  Priority& q = prio_[p->priority];
   if (added) {
-    queued_[p->priority] += size;
+    q.queued += size;
     total_queued_ += size;
     peak_queued_ = std::max(peak_queued_, total_queued_);
   } else {
-    queued_[p->priority] -= size;
+    q.queued -= size;
     total_queued_ -= size;
   }
   queue_gauge_.set(static_cast<double>(total_queued_.count()));
-  if (prio_queue_gauge_[p->priority] != nullptr)
-    prio_queue_gauge_[p->priority]->set(static_cast<double>(queued_[p->priority].count()));
+  if (lossless_ >> p->priority & 1) q.queue_gauge.set(static_cast<double>(q.queued.count()));
 }
 
 void EgressPort::discard(Packet* p) {
@@ -61,11 +67,12 @@ void EgressPort::discard(Packet* p) {
 }
 
 void EgressPort::enqueue(Packet* p) {
-  if (storm_[p->priority] && cfg_.watchdog_drop) {
+  if (prio_[p->priority].storm && cfg_.watchdog_drop) {
     discard(p);
     return;
   }
-  queues_[p->priority].push_back(p);
+  prio_[p->priority].queue.push_back(p);
+  nonempty_ |= static_cast<std::uint8_t>(1u << p->priority);
   ++waiting_;
   account(p, true);
   kick();
@@ -94,28 +101,30 @@ void EgressPort::kick() {
 
 Packet* EgressPort::next_packet() {
   if (!control_.empty()) {
-    Packet* p = control_.front();
-    control_.pop_front();
     --waiting_;
-    return p;
+    return control_.pop_front();
   }
+  // Only the priorities holding packets are looked at (nonempty_), so an idle priority costs
+  // nothing and the usual one-priority fabric reads one queue.
   const auto eligible = [&](int prio) {
-    const auto& q = queues_[prio];
-    return !q.empty() && !paused(static_cast<std::uint8_t>(prio)) &&
-           has_credit(static_cast<std::uint8_t>(prio), q.front()->wire_bytes);
+    return (nonempty_ >> prio & 1) && !paused(static_cast<std::uint8_t>(prio)) &&
+           has_credit(static_cast<std::uint8_t>(prio), prio_[prio].queue.front()->wire_bytes);
   };
   const auto take = [&](int prio) {
-    Packet* p = queues_[prio].front();
-    queues_[prio].pop_front();
+    Packet* p = prio_[prio].queue.pop_front();
+    if (prio_[prio].queue.empty()) nonempty_ &= static_cast<std::uint8_t>(~(1u << prio));
     --waiting_;
     account(p, false);
     if (owner_ != nullptr) owner_->on_dequeue(*this, *p);
     return p;
   };
   // Strict priorities first (all of them unless DWRR is configured), highest first.
-  for (int prio = kPriorities - 1; prio >= 0; --prio)
-    if ((cfg_.strict >> prio & 1) && eligible(prio)) return take(prio);
-  if (cfg_.strict != 0xff) {
+  for (unsigned m = nonempty_ & strict_; m != 0;) {
+    const int prio = std::bit_width(m) - 1;
+    if (eligible(prio)) return take(prio);
+    m &= ~(1u << prio);
+  }
+  if (strict_ != 0xff) {
     // Deficit weighted round robin over the other priorities (Shreedhar and Varghese): a
     // visited queue earns weight x quantum bytes of credit and sends while its head fits;
     // an empty or blocked queue keeps no credit.
@@ -126,7 +135,7 @@ Packet* EgressPort::next_packet() {
           dwrr_deficit_[prio] += kDwrrQuantum * cfg_.dwrr_weight[prio];
           dwrr_credited_ = true;
         }
-        const Bytes head(queues_[prio].front()->wire_bytes);
+        const Bytes head(prio_[prio].queue.front()->wire_bytes);
         if (dwrr_deficit_[prio] >= head) {
           dwrr_deficit_[prio] -= head;
           return take(prio);
@@ -147,21 +156,21 @@ void EgressPort::start_transmission(Packet* p) {
     cached_tx_time_ = tx_time(Bytes(p->wire_bytes), cfg_.rate);
   }
   const Time done = sim_.now() + cached_tx_time_;
-  if (cfg_.vl_credits > Bytes(0) && p->kind != PacketKind::kPause)
-    credits_[p->priority] -= Bytes(p->wire_bytes);
+  if (credit_flow_ && p->kind != PacketKind::kPause) credits_[p->priority] -= Bytes(p->wire_bytes);
   tx_packets_.add();
   tx_bytes_.add(p->wire_bytes);
   tx_bytes_gauge_.set(static_cast<double>(tx_bytes_.value));
   if (p->kind == PacketKind::kData) tx_data_packets_.add();
   busy_until_ = done;
   if (waiting_ > 0 || owner_pulls_) schedule_tx_done(done);
-  if (wire_.empty()) sim_.schedule_at(done + cfg_.latency, arrival_);
-  wire_.push_back({done + cfg_.latency, p});
+  p->wire_arrival = done + latency_;
+  if (wire_.empty()) sim_.schedule_at(p->wire_arrival, arrival_);
+  wire_.push_back(p);
 }
 
 void EgressPort::return_credit(std::uint8_t priority, std::uint32_t bytes) {
-  if (cfg_.vl_credits == Bytes(0)) return;
-  sim_.schedule_in(cfg_.latency, credit_, (std::uint64_t{priority} << 32) | bytes);
+  if (!credit_flow_) return;
+  sim_.schedule_in(latency_, credit_, (std::uint64_t{priority} << 32) | bytes);
 }
 
 void EgressPort::on_credit(std::uint64_t payload) {
@@ -184,9 +193,8 @@ void EgressPort::on_tx_done(std::uint64_t generation) {
 }
 
 void EgressPort::on_arrival(std::uint64_t) {
-  Packet* p = wire_.front().packet;
-  wire_.pop_front();
-  if (!wire_.empty()) sim_.schedule_at(wire_.front().arrival, arrival_);
+  Packet* p = wire_.pop_front();
+  if (!wire_.empty()) sim_.schedule_at(wire_.front()->wire_arrival, arrival_);
   if (p->kind == PacketKind::kPause) {
     // A PFC frame is consumed by the receiving MAC and pauses its transmitter on this cable.
     reverse_->apply_pause(p->priority, static_cast<std::uint16_t>(p->psn));
@@ -205,23 +213,23 @@ void EgressPort::apply_pause(std::uint8_t priority, std::uint16_t quanta) {
         static_cast<std::uint64_t>((now - pause_started_[priority]).ps() / 1000));
   sim_.cancel(pause_timer_[priority]);
   if (quanta == 0) {
-    paused_until_[priority] = now;
+    prio_[priority].paused_until = now;
     end_pause(priority);
     kick();
     return;
   }
-  if (!was_paused && !storm_[priority] && cfg_.watchdog > Time::zero() &&
+  if (!was_paused && !prio_[priority].storm && cfg_.watchdog > Time::zero() &&
       (cfg_.lossless >> priority & 1)) {
     sim_.cancel(watchdog_timer_[priority]);
     watchdog_timer_[priority] =
         sim_.schedule_cancellable_at(now + cfg_.watchdog, watchdog_, priority);
   }
   // One quantum is 512 bit times at this link's rate: 64 bytes' serialization time.
-  paused_until_[priority] = now + tx_time(Bytes(64LL * quanta), cfg_.rate);
+  prio_[priority].paused_until = now + tx_time(Bytes(64LL * quanta), cfg_.rate);
   if (paused_gauge_[priority] != nullptr) paused_gauge_[priority]->set(1);
   pause_started_[priority] = now;
   pause_timer_[priority] =
-      sim_.schedule_cancellable_at(paused_until_[priority], pause_expiry_, priority);
+      sim_.schedule_cancellable_at(prio_[priority].paused_until, pause_expiry_, priority);
 }
 
 void EgressPort::on_pause_expiry(std::uint64_t priority) {
@@ -236,19 +244,19 @@ void EgressPort::on_pause_expiry(std::uint64_t priority) {
 void EgressPort::end_pause(std::uint8_t priority) {
   if (paused_gauge_[priority] != nullptr) paused_gauge_[priority]->set(0);
   sim_.cancel(watchdog_timer_[priority]);
-  storm_[priority] = false;
+  prio_[priority].storm = false;
 }
 
 void EgressPort::on_watchdog(std::uint64_t priority) {
   // Paused without a break for the whole detection time: a pause storm (or a deadlock).
   const auto prio = static_cast<std::uint8_t>(priority);
-  storm_[prio] = true;
+  prio_[prio].storm = true;
   watchdog_storms_[prio]->add();
   if (cfg_.watchdog_drop) {
-    auto& q = queues_[prio];
+    PacketFifo& q = prio_[prio].queue;
+    nonempty_ &= static_cast<std::uint8_t>(~(1u << prio));
     while (!q.empty()) {
-      Packet* p = q.front();
-      q.pop_front();
+      Packet* p = q.pop_front();
       --waiting_;
       account(p, false);
       discard(p);

@@ -20,7 +20,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <string>
 
 #include "net/packet.hpp"
@@ -99,17 +98,17 @@ class EgressPort {
 
   // Whether a packet of `bytes` of `priority` could go now as far as credits are concerned.
   bool has_credit(std::uint8_t priority, std::uint32_t bytes) const {
-    return cfg_.vl_credits == Bytes(0) || credits_[priority] >= Bytes(bytes);
+    return !credit_flow_ || credits_[priority] >= Bytes(bytes);
   }
   // Credits come back from the far end (called there; they arrive one link latency later).
   void return_credit(std::uint8_t priority, std::uint32_t bytes);
   bool paused(std::uint8_t priority) const {
-    return paused_until_[priority] > sim_.now() && !storm_[priority];
+    return prio_[priority].paused_until > sim_.now() && !prio_[priority].storm;
   }
-  Bytes queued(std::uint8_t priority) const { return queued_[priority]; }
+  Bytes queued(std::uint8_t priority) const { return prio_[priority].queued; }
   Bytes peak_queued() const { return peak_queued_; }
   std::uint64_t tx_bytes() const { return tx_bytes_.value; }
-  const std::deque<Packet*>& queue(std::uint8_t priority) const { return queues_[priority]; }
+  const PacketFifo& queue(std::uint8_t priority) const { return prio_[priority].queue; }
   EgressPort* reverse() const { return reverse_; }
   PacketSink* far_end() const { return sink_; }
   PortIndex far_port() const { return far_port_; }
@@ -128,52 +127,63 @@ class EgressPort {
   Packet* next_packet();
   void account(Packet* p, bool added);
 
-  struct InFlight {
-    Time arrival;
-    Packet* packet;
-  };
-
+  // Layout: what every packet touches comes first, in three cache lines (the port of a
+  // 4,096-host fabric is one of 16,000: its hot state must not be spread over a kilobyte),
+  // with its counters inline; then one block per priority, of which a packet touches its own;
+  // then what only PFC, credits, DWRR and the watchdog use.
   Simulation& sim_;
-  Pool<Packet>& pool_;
-  std::string name_;
-  PortConfig cfg_;
   PacketSink* sink_ = nullptr;
-  PortIndex far_port_ = 0;
-  EgressPort* reverse_ = nullptr;
   PortOwner* owner_ = nullptr;
+  Time busy_until_{};  // the transmitter is busy before this time
+  // Serialization time of the last packet size seen: packets mostly share a few sizes, and this
+  // spares a 128-bit division per packet without changing the exact result.
+  Time cached_tx_time_{};
+  Time latency_{};  // cfg_.latency
+  std::uint32_t cached_wire_bytes_ = 0;
+  PortIndex far_port_ = 0;
+  std::uint32_t waiting_ = 0;   // packets in control_ and the priority queues
+  std::uint8_t nonempty_ = 0;   // bit p: priority p's queue holds a packet
+  std::uint8_t strict_ = 0xff;  // cfg_.strict
+  std::uint8_t lossless_ = 0;   // cfg_.lossless
   bool owner_pulls_ = false;
-  HandlerId tx_done_, arrival_, pause_expiry_, watchdog_, credit_;
+  bool tx_done_pending_ = false;  // a live transmission-done event is scheduled
+  bool credit_flow_ = false;      // cfg_.vl_credits > 0
+  HandlerId tx_done_, arrival_;
+  std::uint64_t tx_generation_ = 0;
+  PacketFifo wire_;  // sent, not yet arrived; arrivals are FIFO (constant latency)
+  PacketFifo control_;
+  Bytes total_queued_{0};
+  Bytes peak_queued_{0};
+  Counter tx_packets_;
+  Counter tx_bytes_;
+  Counter tx_data_packets_;
+  Gauge queue_gauge_;
+  Gauge tx_bytes_gauge_;  // cumulative, for link utilisation time series
+
+  struct alignas(64) Priority {
+    PacketFifo queue;
+    Bytes queued{0};
+    Gauge queue_gauge;  // registered for lossless priorities only
+    Time paused_until{};
+    bool storm = false;  // the watchdog declared a pause storm: the pause is ignored
+  };
+  std::array<Priority, kPriorities> prio_;
+
+  // Cold: configuration and the state of PFC, credits, DWRR and the watchdog.
+  Pool<Packet>& pool_;
+  PortConfig cfg_;
+  std::string name_;
+  EgressPort* reverse_ = nullptr;
+  HandlerId pause_expiry_, watchdog_, credit_;
   std::array<Bytes, kPriorities> credits_{};
   std::array<Bytes, kPriorities> dwrr_deficit_{};
   int dwrr_next_ = 0;
   bool dwrr_credited_ = false;
-  Time busy_until_{};             // the transmitter is busy before this time
-  bool tx_done_pending_ = false;  // a live transmission-done event is scheduled
-  std::uint64_t tx_generation_ = 0;
-  std::uint32_t waiting_ = 0;  // packets in control_ and queues_
-  // Serialization time of the last packet size seen: packets mostly share a few sizes, and this
-  // spares a 128-bit division per packet without changing the exact result.
-  std::uint32_t cached_wire_bytes_ = 0;
-  Time cached_tx_time_{};
-  std::deque<Packet*> control_;
-  std::array<std::deque<Packet*>, kPriorities> queues_;
-  std::array<Bytes, kPriorities> queued_{};
-  std::array<Time, kPriorities> paused_until_{};
   std::array<Time, kPriorities> pause_started_{};
   std::array<EventHandle, kPriorities> pause_timer_{};
   std::array<EventHandle, kPriorities> watchdog_timer_{};
-  std::array<bool, kPriorities> storm_{};
-  Bytes total_queued_{0};
-  Bytes peak_queued_{0};
-  std::deque<InFlight> wire_;
-  Gauge& queue_gauge_;
-  Gauge& tx_bytes_gauge_;  // cumulative, for link utilisation time series
-  // Per lossless priority: bytes queued, and 1 while the far end holds the priority paused.
-  std::array<Gauge*, kPriorities> prio_queue_gauge_{};
+  // Per lossless priority: 1 while the far end holds the priority paused.
   std::array<Gauge*, kPriorities> paused_gauge_{};
-  Counter& tx_packets_;
-  Counter& tx_bytes_;
-  Counter& tx_data_packets_;
   // ethtool -S style, per lossless priority p: tx_prio<p>_pause (frames sent out this port),
   // rx_prio<p>_pause (frames received on this link, pausing this port), and the time paused.
   std::array<Counter*, kPriorities> tx_pause_{};

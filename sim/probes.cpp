@@ -47,6 +47,16 @@ Gauge& ProbeRegistry::gauge(const std::string& name) {
   return g;
 }
 
+void ProbeRegistry::attach(const std::string& name, Counter& owned) {
+  claim(name);
+  counters_.emplace(name, &owned);
+}
+
+void ProbeRegistry::attach(const std::string& name, Gauge& owned) {
+  claim(name);
+  gauges_.emplace(name, &owned);
+}
+
 void ProbeRegistry::set_refresher(const void* owner, std::function<void()> refresh) {
   clear_refresher(owner);
   refreshers_.emplace_back(owner, std::move(refresh));

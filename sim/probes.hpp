@@ -39,6 +39,12 @@ class ProbeRegistry {
  public:
   Counter& counter(const std::string& name);
   Gauge& gauge(const std::string& name);
+  // A probe whose storage the model owns, inside its own hot state (a port updates its
+  // counters on every packet: a counter kept here would cost it one more cache miss). The
+  // registry only points at it; the model must outlive every read of the registry (results
+  // are collected while the models live, as refreshers already require).
+  void attach(const std::string& name, Counter& owned);
+  void attach(const std::string& name, Gauge& owned);
 
   struct NamedCounter {
     std::string_view name;

@@ -67,3 +67,19 @@ TEST(Probes, RefreshersBringDerivedCountersUpToDateWhenRead) {
   state = 5;
   EXPECT_EQ(probes.counters().front().value, 21u);  // cleared: the value stays as last set
 }
+
+TEST(Probes, AttachedProbesAreReadFromTheModelsOwnStorage) {
+  ProbeRegistry probes;
+  Counter owned;  // inside a model's hot state, as a port keeps its counters
+  Gauge level;
+  probes.attach("port.tx_packets", owned);
+  probes.attach("port.queue_bytes", level);
+  owned.add(3);
+  level.set(1500);
+  EXPECT_EQ(probes.counters().front().value, 3u);
+  const auto gauges = probes.gauges_matching({"port.*"});
+  ASSERT_EQ(gauges.size(), 1u);
+  EXPECT_EQ(gauges.front().second, &level);
+  EXPECT_THROW(probes.attach("port.tx_packets", owned), std::logic_error);  // names stay unique
+  EXPECT_THROW(probes.counter("port.queue_bytes"), std::logic_error);
+}
