@@ -29,18 +29,17 @@ EgressPort::EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& n
   probes.attach(name + ".tx_data_packets", tx_data_packets_);
   credits_.fill(cfg.vl_credits);
   for (int p = 0; p < kPriorities; ++p) {
-    if ((cfg.lossless >> p & 1) == 0) continue;
-    tx_pause_[p] = &sim.probes().counter(fmt::format("{}.tx_prio{}_pause", name, p));
-    rx_pause_[p] = &sim.probes().counter(fmt::format("{}.rx_prio{}_pause", name, p));
+    if ((lossless_ >> p & 1) == 0) continue;
+    tx_pause_[p] = &probes.counter(fmt::format("{}.tx_prio{}_pause", name, p));
+    rx_pause_[p] = &probes.counter(fmt::format("{}.rx_prio{}_pause", name, p));
     probes.attach(fmt::format("{}.prio{}_queue_bytes", name, p), prio_[p].queue_gauge);
-    paused_gauge_[p] = &sim.probes().gauge(fmt::format("{}.prio{}_paused", name, p));
+    paused_gauge_[p] = &probes.gauge(fmt::format("{}.prio{}_paused", name, p));
     rx_pause_duration_ns_[p] =
-        &sim.probes().counter(fmt::format("{}.rx_prio{}_pause_duration_ns", name, p));
+        &probes.counter(fmt::format("{}.rx_prio{}_pause_duration_ns", name, p));
     if (cfg.watchdog > Time::zero()) {
-      watchdog_storms_[p] =
-          &sim.probes().counter(fmt::format("{}.pfc_watchdog_prio{}_storms", name, p));
+      watchdog_storms_[p] = &probes.counter(fmt::format("{}.pfc_watchdog_prio{}_storms", name, p));
       watchdog_dropped_[p] =
-          &sim.probes().counter(fmt::format("{}.pfc_watchdog_prio{}_dropped", name, p));
+          &probes.counter(fmt::format("{}.pfc_watchdog_prio{}_dropped", name, p));
     }
   }
 }
@@ -219,7 +218,7 @@ void EgressPort::apply_pause(std::uint8_t priority, std::uint16_t quanta) {
     return;
   }
   if (!was_paused && !prio_[priority].storm && cfg_.watchdog > Time::zero() &&
-      (cfg_.lossless >> priority & 1)) {
+      (lossless_ >> priority & 1)) {
     sim_.cancel(watchdog_timer_[priority]);
     watchdog_timer_[priority] =
         sim_.schedule_cancellable_at(now + cfg_.watchdog, watchdog_, priority);

@@ -123,9 +123,8 @@ LL -> LL128 switch at 2 -> 4 MiB grow busbw 2.0x where NCCL's model has 1.54x, w
 `CurveSmoothness` refuses. NCCL's additive estimate, latency + size / bandwidth, is what
 channels in lock step give, and the published runs the model was last compared with are
 slower than it at mid sizes, not faster; so the flow level keeps lock step until a
-measurement (fabricsim-bench at 2, 4 and
-8 MiB with `NCCL_PROTO=LL128` and `NCCL_MAX_NCHANNELS` 1 to 24 on one DGX) shows which one
-a GPU does.
+measurement (fabricsim-bench at 2, 4 and 8 MiB with `NCCL_PROTO=LL128` and
+`NCCL_MAX_NCHANNELS` 1 to 24 on one DGX) shows which one a GPU does.
 
 LOCKSTEP
   for algo in Ring Tree; do
