@@ -483,7 +483,9 @@ void add_nic(std::vector<KeySpec>& k) {
                .fallback = integer(n.ack_interval),
                .min = 1,
                .max = 1 << 20,
-               .doc = "ACK every n in-order packets (and the last)"});
+               .doc =
+                   "RDMA: ACK every n-th packet and each message's last (ConnectX through verbs: "
+                   "256, Linux mlx5_ib MLX5_IB_ACK_REQ_FREQ = 8; 1: one ACK per packet)"});
   k.push_back(
       {.path = "nic.out_of_order_placement",
        .type = T::kBoolean,

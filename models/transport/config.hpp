@@ -39,7 +39,15 @@ struct RdmaConfig {
   Bytes control_bytes{86};  // ACK/NAK/CNP on the wire: 82 B of headers + 4 B AETH
   std::uint8_t priority = 3;
   std::uint8_t cnp_priority = 6;
-  int ack_interval = 1;
+  // RDMA: the responder ACKs the last packet of every message and every ack_interval-th PSN
+  // (coalesced, cumulative ACKs). The default is what a ConnectX QP opened through verbs (as
+  // NCCL opens them) is given: Linux mlx5_ib sets the QP context's log_ack_req_freq to
+  // MLX5_IB_ACK_REQ_FREQ = 8 on every modify (drivers/infiniband/hw/mlx5/qp.c, the enum at
+  // the top of the file and __mlx5_ib_modify_qp), i.e. the requester asks for an ACK every
+  // 2^8 = 256 packets, and IBTA RC requires an ACK for a message's last packet. The soft-RoCE
+  // driver asks every 66 packets (rxe_req.c, RXE_MAX_PKT_PER_ACK = 64); 1 gives one ACK per
+  // packet (what htsim and the HPCC ns-3 code model). TCP ACKs every segment whatever this is.
+  int ack_interval = 256;
   bool out_of_order_placement = false;  // RDMA: accept packets in any order (see above)
   // Local ACK timeout exponent (4.096 us x 2^ib_timeout) and retries before the QP errors:
   // NCCL's defaults, src/transport/net_ib/connect.cc lines 15-16 (NCCL_IB_TIMEOUT 20,

@@ -37,6 +37,7 @@ RdmaNic::RdmaNic(Simulation& sim, Pool<Packet>& pool, MessageLog& log, std::dequ
       rx_messages_(sim.probes().counter(name + ".rx_messages")),
       retransmitted_(sim.probes().counter(name + ".retransmitted_packets")),
       timeouts_(sim.probes().counter(name + ".ack_timeouts")),
+      acks_sent_(sim.probes().counter(name + ".ack_sent")),
       naks_sent_(sim.probes().counter(name + ".nak_sent")),
       cnps_sent_(sim.probes().counter(name + ".cnp_sent")),
       cnps_received_(sim.probes().counter(name + ".cnp_received")),
@@ -227,6 +228,7 @@ void RdmaNic::send_control(PacketKind kind, std::uint64_t message, std::uint32_t
   p->psn = psn;
   p->wire_bytes = static_cast<std::uint32_t>(cfg_.control_bytes.count());
   p->priority = kind == PacketKind::kCnp ? cfg_.cnp_priority : cfg_.priority;
+  if (kind == PacketKind::kAck) acks_sent_.add();
   port_.enqueue(p);
 }
 

@@ -16,7 +16,8 @@
 // Receiver: accepts only the next expected PSN; the first out-of-order packet after an
 // in-order one triggers one NAK (the IB responder's PSN sequence error, sent once until the
 // expected PSN arrives, so a reordered tail waits for the ACK timeout as on real RC QPs);
-// every `ack_interval` in-order packets (and the last) are ACKed. With out_of_order_placement
+// the packet whose PSN is a multiple of `ack_interval` and each message's last packet are
+// ACKed, cumulatively (ConnectX's default coalescing, config.hpp). With out_of_order_placement
 // (ConnectX-7 class adaptive-routing support) the responder instead places every new packet
 // where it belongs whatever its order, a message completes once all its packets are in, and
 // the cumulative ACK names the last PSN of the contiguous prefix: no NAK for a gap. A CE-marked
@@ -211,6 +212,7 @@ class RdmaNic final : public PacketSink, public PortOwner, private CcHost {
   Counter& rx_messages_;
   Counter& retransmitted_;
   Counter& timeouts_;
+  Counter& acks_sent_;
   Counter& naks_sent_;
   Counter& cnps_sent_;
   Counter& cnps_received_;

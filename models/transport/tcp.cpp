@@ -59,6 +59,7 @@ void TcpReliability::on_data(RdmaNic& nic, Packet* p) const {
   ack->ecn = p->ecn;
   ack->wire_bytes = static_cast<std::uint32_t>(nic.cfg_.control_bytes.count());
   ack->priority = nic.cfg_.priority;
+  nic.acks_sent_.add();
   nic.port_.enqueue(ack);
 }
 
