@@ -23,6 +23,7 @@ extern char** environ;  // POSIX: the process environment, for --env-from-proces
 #include "report/html.hpp"
 #include "report/nccl_tests_output.hpp"
 #include "report/perftest_output.hpp"
+#include "report/progress_display.hpp"
 #include "report/results.hpp"
 #include "report/scenario_doc.hpp"
 #include "report/trace.hpp"
@@ -213,36 +214,6 @@ struct ScenarioArgs {
 
 // Progress on a terminal: simulated time, wall time, events/s and ETA, at most twice a second,
 // starting after the first second of wall time.
-class ProgressDisplay {
- public:
-  ProgressDisplay(std::ostream& err, Time stop) : err_(err), stop_(stop) {}
-  void update(Time now, std::uint64_t events) {
-    const auto wall = clock::now() - start_;
-    if (wall < std::chrono::seconds(1) || clock::now() - last_ < std::chrono::milliseconds(500))
-      return;
-    last_ = clock::now();
-    const double secs = std::chrono::duration<double>(wall).count();
-    std::string eta;
-    if (stop_ != Time::max() && now > Time::zero())
-      eta = fmt::format(", ETA <= {:.0f}s", secs * ((stop_ - now) / now));
-    err_ << fmt::format("\r  simulated {} | wall {:.1f}s | {:.2f}M events/s{}   ", to_string(now),
-                        secs, static_cast<double>(events) / secs * 1e-6, eta)
-         << std::flush;
-    shown_ = true;
-  }
-  void finish() {
-    if (shown_) err_ << "\r" << std::string(78, ' ') << "\r" << std::flush;
-  }
-
- private:
-  using clock = std::chrono::steady_clock;
-  std::ostream& err_;
-  Time stop_;
-  clock::time_point start_ = clock::now();
-  clock::time_point last_ = start_;
-  bool shown_ = false;
-};
-
 struct TopoArgs {
   ScenarioArgs scenario;
   bool matrix = false;
@@ -714,10 +685,10 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const int seed_count = run_seeds_count > 0 ? run_seeds_count : s.simulation.seeds;
     try {
       std::optional<ProgressDisplay> progress;
-      Simulation::ProgressFn callback;
-      if (interactive && !quiet) {
-        progress.emplace(err, s.simulation.stop_time);
-        callback = [&](Time now, std::uint64_t events) { progress->update(now, events); };
+      ProgressFn callback;
+      if (!quiet) {
+        progress.emplace(err, interactive);
+        callback = [&](const Progress& p) { progress->update(p); };
       }
       const auto wall_start = std::chrono::steady_clock::now();
       std::vector<TraceSpan> spans;

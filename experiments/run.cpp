@@ -182,8 +182,7 @@ LogSummary summarise(const MessageLog& messages) {
 
 }  // namespace
 
-RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
-                       Simulation::ProgressFn progress) {
+RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster, ProgressFn progress) {
   if (!scenario.has_traffic)
     throw std::invalid_argument(
         "the scenario has no [traffic] to run (`fabricsim nccl-tests` runs collectives on it)");
@@ -196,9 +195,18 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
   GaugeSampler sampler(sim, scenario.simulation.timeseries, scenario.simulation.sample_interval);
   fabric->watch({.check_interval = scenario.simulation.deadlock_check_interval,
                  .no_progress_timeout = scenario.simulation.no_progress_timeout});
-  if (progress) sim.set_progress_callback(std::move(progress));
+  const MessageLog& log = fabric->messages();
+  ProgressWatch watch(sim, std::move(progress), [&log] {
+    double total = 0, received = 0;
+    for (const Message& m : log) {
+      total += static_cast<double>(m.size.count());
+      received += static_cast<double>((m.complete() ? m.size : m.received).count());
+    }
+    return total > 0 ? received / total : 1.0;
+  });
 
   const StopReason reason = sim.run_until(scenario.simulation.stop_time);
+  watch.finish();
 
   RunResult r;
   r.status = reason == StopReason::kIdle ? "completed" : "time-limit";

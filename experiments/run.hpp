@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/progress.hpp"
 #include "fabric/fabric.hpp"
 #include "scenario/scenario.hpp"
 #include "sim/simulation.hpp"
@@ -100,8 +101,9 @@ SeedsResult run_seeds(const Scenario& scenario, const BuiltCluster& cluster, int
 // Mean, min and max of per-seed values, in seed order, with the warning line if spread.
 SeedSpread spread_of(std::string name, std::string unit, const std::vector<double>& values);
 
-// `progress` is called now and then with the simulated time and event count (empty: never).
+// `progress` is called now and then (empty: never); its fraction done is the payload
+// delivered over the payload of all messages.
 RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster,
-                       Simulation::ProgressFn progress = {});
+                       ProgressFn progress = {});
 
 }  // namespace fabricsim

@@ -24,7 +24,7 @@ struct TrainingRun {
 };
 
 TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const WorkloadSpec& spec,
-                     Simulation::ProgressFn progress, bool trace) {
+                     ProgressFn progress, bool trace) {
   Simulation sim(s.seed);
   const std::unique_ptr<Fabric> fabric = make_fabric(sim, s, cluster);
   CollectiveEngine engine(sim, *fabric, s.gpu, s.nccl, s.execution);
@@ -72,8 +72,9 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   WorkloadDriver driver(sim, engine, spec, std::move(comms), speed);
   if (trace) driver.enable_trace();
   driver.start();
-  if (progress) sim.set_progress_callback(std::move(progress));
+  ProgressWatch watch(sim, std::move(progress), [&driver] { return driver.fraction_done(); });
   sim.run_until(s.simulation.stop_time);
+  watch.finish();
   TrainingRun r;
   r.workload = driver.result();
   // Collective primitives onto per-GPU tracks (4 + the GPU's index in its server).
@@ -96,8 +97,8 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
 
 }  // namespace
 
-RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
-                       Simulation::ProgressFn progress, std::vector<TraceSpan>* trace) {
+RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, ProgressFn progress,
+                       std::vector<TraceSpan>* trace) {
   if (scenario.cluster.servers < 1)
     throw std::invalid_argument("a [workload] needs a [server] model (GPUs to train on)");
   const TrainingRun full =

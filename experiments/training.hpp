@@ -21,7 +21,6 @@ namespace fabricsim {
 
 // `trace` (when not null) receives the step timeline of the cluster run.
 RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
-                       Simulation::ProgressFn progress = {},
-                       std::vector<TraceSpan>* trace = nullptr);
+                       ProgressFn progress = {}, std::vector<TraceSpan>* trace = nullptr);
 
 }  // namespace fabricsim

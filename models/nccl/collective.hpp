@@ -224,6 +224,9 @@ class CollectiveEngine final : public CompletionListener {
   std::uint32_t launch(std::uint32_t comm, const CollectiveRequest& req, Time at,
                        CollectiveListener* listener = nullptr);
   const CollectiveResult& result(std::uint32_t id) const { return runs_[id].result; }
+  // Bytes still held by the plans (connections, primitives, streams, pipelines) of all runs:
+  // a finished run keeps only its result, so this stays bounded by the running ones.
+  std::size_t retained_plan_bytes() const;
   // What NCCL's tuner picks for this request on this communicator.
   TunerChoice choose(std::uint32_t comm, const CollectiveRequest& req) const;
 

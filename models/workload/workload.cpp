@@ -98,6 +98,17 @@ std::vector<WorkloadDriver::Action> WorkloadDriver::stage_plan(int p) const {
   return plan;
 }
 
+double WorkloadDriver::fraction_done() const {
+  if (result_.completed) return 1;
+  double per_step = 0, done = 0;
+  for (std::size_t s = 0; s < next_.size(); ++s) {
+    per_step += static_cast<double>(plans_[static_cast<std::size_t>(stage_of(s))].size());
+    done += static_cast<double>(next_[s]);
+  }
+  const double total = per_step * std::max(1, spec_.steps);
+  return total > 0 ? std::min(1.0, (per_step * step_ + done) / total) : 0;
+}
+
 void WorkloadDriver::start() {
   begin_step();
 }

@@ -102,6 +102,9 @@ class WorkloadDriver final : public CollectiveListener {
     engine_.trace_steps(&result_.steps, step_limit);
   }
   const WorkloadResult& result() const { return result_; }
+  // The share of the run's actions (every server's plan, every step) done so far, 0..1: the
+  // progress display's measure of work.
+  double fraction_done() const;
   void on_collective_done(std::uint32_t id) override;
 
  private:

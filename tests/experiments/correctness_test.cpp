@@ -552,3 +552,28 @@ message_size = "4096000B"
   const double extra_us = metric(every, "fct_mean_us") - metric(coalesced, "fct_mean_us");
   EXPECT_NEAR(extra_us, 1000 * 86 * 8 / 100e3, 0.5);
 }
+
+TEST(Correctness, TrafficProgressIsThePayloadDeliveredAndEndsAtAll) {
+  // The progress reports of a traffic run measure work as payload delivered over all the
+  // messages' payload: in 0..1, never going back, all of it once every message completed.
+  const std::string text = R"(
+[fabric]
+kind = "leaf-spine"
+hosts = 8
+hosts_per_leaf = 4
+link_rate = "100Gbps"
+[traffic]
+pattern = "permutation"
+shift = 4
+message_size = "4MiB"
+)";
+  const Scenario s = load_scenario_text(text, "t.toml");
+  const BuiltCluster c(s);
+  std::vector<double> done;
+  const RunResult r = run_scenario(s, c, [&](const Progress& p) { done.push_back(p.done); });
+  ASSERT_EQ(r.status, "completed");
+  ASSERT_FALSE(done.empty());
+  for (std::size_t i = 1; i < done.size(); ++i) EXPECT_GE(done[i], done[i - 1]);
+  EXPECT_GE(done.front(), 0.0);
+  EXPECT_EQ(done.back(), 1.0);
+}

@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "cli/commands.hpp"
 #include "experiments/training.hpp"
+#include "report/progress_display.hpp"
 #include "scenario/scenario.hpp"
 
 using namespace fabricsim;
@@ -149,4 +151,39 @@ TEST(Workload, SequenceShapeDerivesTokensAndStageActivations) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("pipeline_stages"), std::string::npos) << e.what();
   }
+}
+
+TEST(Workload, ProgressCountsWorkDoneAndEndsAtOne) {
+  // Two steps of TP AllReduces: the reports' fraction of the plans' actions done stays in
+  // 0..1 and never goes back, and the last report, after the run, says all of it.
+  const std::string text = two_servers("tp_bytes = \"64MiB\"\ntp_collectives = 64\nsteps = 2\n");
+  const Scenario s = load_scenario_text(text, "w.toml");
+  const BuiltCluster cluster(s);
+  std::vector<double> done;
+  run_training(s, cluster, [&](const Progress& p) { done.push_back(p.done); });
+  for (std::size_t i = 1; i < done.size(); ++i) EXPECT_GE(done[i], done[i - 1]);
+  for (const double d : done) {
+    EXPECT_GE(d, 0.0);
+    EXPECT_LE(d, 1.0);
+  }
+  ASSERT_FALSE(done.empty());
+  EXPECT_EQ(done.back(), 1.0);
+}
+
+TEST(Workload, ProgressDisplayWritesLogLinesWithTheTimeLeftFromWorkDone) {
+  // Off a terminal: plain lines. 25 % of the work after t seconds leaves 3 t.
+  std::ostringstream log;
+  ProgressDisplay d(log, false, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+  d.update({.now = Time::from_ps(5'000'000'000), .events = 1000, .done = 0.25});
+  d.finish();
+  const std::string line = log.str();
+  EXPECT_TRUE(line.starts_with("progress: simulated 5ms")) << line;
+  EXPECT_NE(line.find("25.0 % done, ETA"), std::string::npos) << line;
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\r'), std::string::npos);
+  // Unknown work: no ETA at all (never one from stop_time).
+  std::ostringstream unknown;
+  ProgressDisplay u(unknown, false, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+  u.update({.now = Time::from_ps(1), .events = 1, .done = -1});
+  EXPECT_EQ(unknown.str().find("ETA"), std::string::npos) << unknown.str();
 }

@@ -1,0 +1,37 @@
+#pragma once
+// A run's progress for a person: on a terminal one line rewritten in place twice a second
+// (from the first second on); into a file or pipe (a batch job's log) one line every 10 s.
+// The time left is measured from the work done, elapsed x (1 - done) / done, and is left out
+// while the run cannot say how much it has done.
+
+#include <chrono>
+#include <ostream>
+
+#include "experiments/progress.hpp"
+
+namespace fabricsim {
+
+class ProgressDisplay {
+ public:
+  using ms = std::chrono::milliseconds;
+  ProgressDisplay(std::ostream& err, bool terminal)
+      : ProgressDisplay(err, terminal, terminal ? ms(1'000) : ms(10'000),
+                        terminal ? ms(500) : ms(10'000)) {}
+  // The first line after `first` of wall time, then one every `every`.
+  ProgressDisplay(std::ostream& err, bool terminal, ms first, ms every)
+      : err_(err), terminal_(terminal), first_(first), every_(every) {}
+  void update(const Progress& p);
+  // Clears the terminal line (a log keeps its lines).
+  void finish();
+
+ private:
+  using clock = std::chrono::steady_clock;
+  std::ostream& err_;
+  bool terminal_;
+  ms first_, every_;
+  clock::time_point start_ = clock::now();
+  clock::time_point last_ = start_;
+  bool shown_ = false;
+};
+
+}  // namespace fabricsim
