@@ -77,7 +77,7 @@ int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err)
 int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
   const MeasurementSet set = collective_measurements(c, err);
   Scenario s = load_scenario(c.scenario);
-  if (!c.fidelity.empty()) s.fidelity = c.fidelity == "flow" ? Fidelity::kFlow : Fidelity::kPacket;
+  if (!c.fidelity.empty()) s.fidelity = fidelity_of(c.fidelity);
   std::vector<std::string> notes;
   const Validation v = validate(s, set, c.holdout, c.fit, notes);
   print_notes(notes, err);
@@ -139,15 +139,16 @@ LoadOptions overridden(std::vector<std::string> set, const std::string& fidelity
 }
 
 // `--set KEY=VALUE` (repeatable) and `--fidelity packet|flow`: scenario overrides.
-void add_overrides(
-    CLI::App& cmd, std::vector<std::string>& set, std::string& fidelity,
-    const std::string& set_help,
-    const std::string& fidelity_help = "packet or flow (overrides the scenario's 'fidelity')") {
+void add_overrides(CLI::App& cmd, std::vector<std::string>& set, std::string& fidelity,
+                   const std::string& set_help,
+                   const std::string& fidelity_help =
+                       "packet, flow or hybrid (overrides the scenario's 'fidelity')") {
   cmd.add_option("--set", set, set_help)
       ->take_last()
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd.add_option("--fidelity", fidelity, fidelity_help)->check(CLI::IsMember({"packet", "flow"}));
+  cmd.add_option("--fidelity", fidelity, fidelity_help)
+      ->check(CLI::IsMember({"packet", "flow", "hybrid"}));
 }
 
 // `--env NAME=VALUE` (repeatable) and `--env-from-process`: NCCL's environment as a real run
@@ -544,8 +545,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   validate_cmd->add_option("--report", measured.report,
                            "Also write measured vs simulated as a self-contained HTML file");
   validate_cmd
-      ->add_option("--fidelity", measured.fidelity, "packet or flow (overrides the scenario)")
-      ->check(CLI::IsMember({"packet", "flow"}));
+      ->add_option("--fidelity", measured.fidelity,
+                   "packet, flow or hybrid (overrides the scenario)")
+      ->check(CLI::IsMember({"packet", "flow", "hybrid"}));
   CLI::App* diagnose_cmd = measurement_command(
       "diagnose", "Name the bottleneck layer from a cluster's (or a simulation's) measurements");
   diagnose_cmd->add_option("--scenario", measured.scenario,

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "fabric/flow_network.hpp"
+#include "fabric/hybrid_network.hpp"
 #include "fabric/packet_network.hpp"
 
 namespace fabricsim {
@@ -86,6 +87,9 @@ std::unique_ptr<Fabric> make_fabric(Simulation& sim, const Scenario& s,
                                     const BuiltCluster& cluster) {
   if (s.fidelity == Fidelity::kPacket)
     return std::make_unique<PacketNetwork>(sim, cluster.topology, cluster.routing, s.network);
+  if (s.fidelity == Fidelity::kHybrid)
+    return std::make_unique<HybridNetwork>(sim, cluster.topology, cluster.routing, s.network,
+                                           s.flow_efficiency);
   return std::make_unique<FlowNetwork>(sim, cluster.topology, cluster.routing, s.network,
                                        s.flow_efficiency);
 }
@@ -102,7 +106,7 @@ void preflight(const Scenario& s, const BuiltCluster& cluster, bool force) {
   const auto too_large = [&](std::string_view key, const std::string& estimate) {
     if (!force) refuse(key, estimate + "; change it, or pass --force to run anyway");
   };
-  if (s.fidelity == Fidelity::kPacket)
+  if (s.fidelity != Fidelity::kFlow)
     for (std::size_t sw = 0; sw < cluster.routing.switch_count(); ++sw)
       if (const std::string why =
               buffer_shortfall(s.network.buffer, cluster.routing.ports(sw).size());

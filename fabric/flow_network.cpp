@@ -40,7 +40,8 @@ NvLinkBundle nvlink_bundle(const TopologyGraph& g, Vertex gpu, bool switches_onl
 }  // namespace
 
 FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& routing,
-                         const NetworkParams& params, const FlowEfficiency& efficiency)
+                         const NetworkParams& params, const FlowEfficiency& efficiency,
+                         FlowScope scope)
     : sim_(sim),
       topo_(topo),
       routing_(routing),
@@ -52,7 +53,7 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
       drain_(sim.bind<&FlowNetwork::on_drain>(*this)) {
   // One path per flow: per-packet spraying has no flow-level equivalent here (the loader
   // refuses it with the scenario's position).
-  if (params.path_selection == PathSelection::kSpray)
+  if (params.path_selection == PathSelection::kSpray && scope == FlowScope::kWhole)
     throw std::invalid_argument("the flow level cannot spray packets: use ECMP or dmodk");
   const auto& g = topo.graph();
   std::map<std::pair<int, int>, Vertex> gpus;
@@ -75,6 +76,10 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
     }
     paired_.push_back(
         gpus.at({n.server, n.index * gpus_per_server[n.server] / nics_per_server[n.server]}));
+  }
+  if (scope == FlowScope::kNvSwitchOnly) {
+    sim.probes().set_refresher(this, [this] { refresh_counters(); });
+    return;
   }
   // Switch ports, named as the packet model names them, for per-port byte counts.
   for (std::size_t s = 0; s < routing.switch_count(); ++s)
@@ -208,6 +213,23 @@ bool FlowNetwork::inside_server(const Message& m) const {
   const Vertex src_gpu = gpu_vertex(m.src, m.src_gpu), dst_gpu = gpu_vertex(m.dst, m.dst_gpu);
   // Aggregation nodes (server -1) are in no server.
   return g[src_gpu].server == g[dst_gpu].server && g[src_gpu].server >= 0 && src_gpu != dst_gpu;
+}
+
+bool FlowNetwork::nvswitch_route(const Message& m) const {
+  if (!inside_server(m)) return false;
+  if (m.src_gpu == Message::kNvSwitch || m.dst_gpu == Message::kNvSwitch) return true;
+  const auto& g = topo_.graph();
+  const Vertex src = gpu_vertex(m.src, m.src_gpu), dst = gpu_vertex(m.dst, m.dst_gpu);
+  if (params_.host.gpu_path(g, src, dst) != GpuPath::kNvLink) return false;
+  bool via_switch = false;  // as route_hops: a direct NVLink wins over the switches
+  for (auto [e, end] = boost::out_edges(src, g); e != end; ++e) {
+    if (g[*e].kind != LinkKind::kNvLink) continue;
+    const Vertex peer = boost::target(*e, g);
+    if (peer == dst) return false;
+    via_switch =
+        via_switch || (g[peer].kind == NodeKind::kNvSwitch && boost::edge(peer, dst, g).second);
+  }
+  return via_switch;
 }
 
 FlowNetwork::Route FlowNetwork::route_of(const Message& m) {

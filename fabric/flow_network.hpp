@@ -33,10 +33,16 @@
 
 namespace fabricsim {
 
+// What a flow network carries: everything, or (the hybrid fidelity's in-server part) only
+// messages on NVSwitch routes; then it registers no switch-port or NIC probes, which the
+// packet network beside it owns.
+enum class FlowScope { kWhole, kNvSwitchOnly };
+
 class FlowNetwork final : public Fabric, public PipelinePort {
  public:
   FlowNetwork(Simulation& sim, const Topology& topo, const Routing& routing,
-              const NetworkParams& params, const FlowEfficiency& efficiency = {});
+              const NetworkParams& params, const FlowEfficiency& efficiency = {},
+              FlowScope scope = FlowScope::kWhole);
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;
   ~FlowNetwork() override;
@@ -61,6 +67,9 @@ class FlowNetwork final : public Fabric, public PipelinePort {
   // rate_updates, flows_resolved.
   std::vector<Metric> level_metrics() const override;
   std::uint64_t rate_updates() const { return updates_; }
+  // Whether m goes GPU to GPU of one server through its NVSwitches (or is half of an NVLS
+  // transfer): a route of the GPUs' NVLink bundles alone.
+  bool nvswitch_route(const Message& m) const;
   std::uint64_t flows_resolved() const { return resolved_; }
 
  private:

@@ -41,8 +41,7 @@ std::string perftest_text(const Scenario& s, const PerftestArgs& a,
   }
   t += rule + "\n";
   const bool servers = s.cluster.servers >= 2;
-  t += fmt::format("# fabricsim: {} at {} level, {}, one QP\n", s.name,
-                   s.fidelity == Fidelity::kFlow ? "flow" : "packet",
+  t += fmt::format("# fabricsim: {} at {} level, {}, one QP\n", s.name, to_string(s.fidelity),
                    servers ? "first NIC of server 0 -> first NIC of server 1, GPU memory"
                            : "first endpoint -> last endpoint");
   return t;

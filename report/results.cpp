@@ -23,7 +23,7 @@ FidelityScope fidelity_scope(const Scenario& s) {
   const bool tcp = n.nic.transport == Transport::kTcp;
   const bool dcqcn = n.nic.congestion == &kDcqcnFirmware || n.nic.congestion == &kDcqcnPaper;
   FidelityScope f;
-  f.level = s.fidelity == Fidelity::kFlow ? "flow" : "packet";
+  f.level = std::string(to_string(s.fidelity));
   f.models = {"link rates and packet headers", "routes (ECMP, spraying, d-mod-k)",
               "store-and-forward latency", "NVLink, PCIe and host-memory paths",
               "NIC message rate"};

@@ -223,6 +223,20 @@ TrafficPattern to_pattern(const std::string& s) {
   return TrafficPattern::kIncast;
 }
 
+}  // namespace
+
+Fidelity fidelity_of(std::string_view name) {
+  return name == "flow"     ? Fidelity::kFlow
+         : name == "hybrid" ? Fidelity::kHybrid
+                            : Fidelity::kPacket;
+}
+
+std::string_view to_string(Fidelity f) {
+  return f == Fidelity::kFlow ? "flow" : f == Fidelity::kHybrid ? "hybrid" : "packet";
+}
+
+namespace {
+
 PathSelection to_selection(const std::string& s) {
   if (s == "spray") return PathSelection::kSpray;
   if (s == "dmodk") return PathSelection::kDestModK;
@@ -738,7 +752,7 @@ Scenario read_scenario(const ConfigDocument& doc, std::string default_name) {
                                    kMaxScenarioNameLength));
   s.description = root.string("description");
   s.seed = static_cast<std::uint64_t>(root.integer("seed"));
-  s.fidelity = root.choice("fidelity") == "flow" ? Fidelity::kFlow : Fidelity::kPacket;
+  s.fidelity = fidelity_of(root.choice("fidelity"));
   if (root.has("flow")) {
     // Per link class efficiency of the flow level, from calibration (absent: none).
     Keys fl = root.table("flow");

@@ -30,7 +30,12 @@ struct SimulationSettings {
   int seeds = 1;  // runs with seeds seed, seed + 1, ... reported as mean, min and max
 };
 
-enum class Fidelity { kPacket, kFlow };
+// packet: every packet everywhere; flow: max-min fluid flows everywhere; hybrid: packets on
+// the network and GPU-NIC paths, flows on the servers' NVSwitch routes (fabric/hybrid_network.hpp).
+enum class Fidelity { kPacket, kFlow, kHybrid };
+// "packet", "flow" or "hybrid" (the `fidelity` key's and `--fidelity`'s values).
+Fidelity fidelity_of(std::string_view name);
+std::string_view to_string(Fidelity f);
 
 struct Scenario {
   std::string name;

@@ -167,10 +167,11 @@ void add_top_and_simulation(std::vector<KeySpec>& k) {
   k.push_back({.path = "fidelity",
                .type = T::kChoice,
                .fallback = text("packet"),
-               .choices = {"packet", "flow"},
-               .doc = "packet level (every packet, PFC, ECN, DCQCN, retransmission) or flow level "
-                      "(max-min fair fluid flows on the same routes; see "
-                      "[fidelity.md](fidelity.md)); `--fidelity` on the command line overrides "
+               .choices = {"packet", "flow", "hybrid"},
+               .doc = "packet level (every packet, PFC, ECN, DCQCN, retransmission), flow level "
+                      "(max-min fair fluid flows on the same routes) or hybrid (packets on the "
+                      "network and GPU-NIC paths, flows on the servers' NVSwitch routes); see "
+                      "[fidelity.md](fidelity.md); `--fidelity` on the command line overrides "
                       "it"});
   k.push_back({.path = "extends",
                .type = T::kFile,

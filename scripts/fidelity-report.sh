@@ -169,6 +169,28 @@ LOCKSTEP
   echo "|---|---|---|---:|---:|---:|"
   published validation/reference/nvls-tree-multi-server.toml
   echo
+  echo "## Hybrid against packet level"
+  echo
+  echo "\`fidelity = \"hybrid\"\`: packets on the network and the GPU-NIC paths, flows on the servers'"
+  echo "NVSwitch routes (fabric/hybrid_network.hpp). nccl-tests AllReduce with NCCL's own choices on"
+  echo "scenarios/nccl/dgx-a100-x4-roce.toml (µs):"
+  echo
+  echo "| size (B) | packet (µs) | hybrid (µs) | hybrid vs packet |"
+  echo "|---|---:|---:|---:|"
+  paste <(nccl --scenario scenarios/nccl/dgx-a100-x4-roce.toml -b 1M -e 256M -f 4) \
+        <(nccl --scenario scenarios/nccl/dgx-a100-x4-roce.toml -b 1M -e 256M -f 4 --fidelity hybrid) |
+    while read -r size p _ h; do row "$size" "$p" "$h"; done
+  echo
+  echo "The 32-GPU case study's training step (scenarios/case-study-32gpu/before.toml, PFC acting):"
+  echo
+  echo "| metric | packet | hybrid | hybrid vs packet |"
+  echo "|---|---:|---:|---:|"
+  p=$(report scenarios/case-study-32gpu/before.toml)
+  h=$(report scenarios/case-study-32gpu/before.toml --fidelity hybrid)
+  for k in step_time_ms allreduce_cross_node_ms roce_throughput_gbps pfc_pause_frames; do
+    row "$k" "$(metric "$p" $k)" "$(metric "$h" $k)"
+  done
+  echo
   echo "## Incast with PFC (scenarios/default.toml, 8 → 1) and with DCQCN"
   echo
   echo "| case | packet FCT max | flow FCT max | flow vs packet |"
@@ -184,9 +206,13 @@ LOCKSTEP
 ## Where they differ, and why
 
 - **Uncongested and fairly shared** (permutation, ring AllReduce with few channels or large
-  slices, destination-mod-k routing): within a few per cent. The flow level runs slightly fast
-  because it carries no ACKs (86 B per 4 KiB packet, about 2 % of a link that also carries
-  data) and no queueing delay.
+  slices, destination-mod-k routing): within a few per cent. The flow level carries no ACKs
+  (at packet level one per 256 packets and per message, as ConnectX coalesces them) and has no
+  queueing delay.
+- **Hybrid**: the network runs packet by packet, so its counters (throughput, PFC pauses) are
+  the packet level's; the in-server transfers run as flows and carry the flow level's errors
+  inside servers (above: mid sizes on one server). PXN's NVLink leg of a network transfer stays
+  on the packet network's NVLink ports, so it does not share capacity with in-server flows.
 - **Many small in-server transfers at once** (16 or 24 channels, slices of tens of KiB): the
   flow level is up to ~10 % slow across servers and up to a third slow on one server (16 MiB,
   24 channels, the communicator NCCL's ring search gives a DGX A100). Transfers sharing a GPU's

@@ -879,6 +879,7 @@ std::uint32_t CollectiveEngine::launch(std::uint32_t comm, const CollectiveReque
   r.streamed =
       n == 1 ||
       (port_.pipelines() != nullptr &&
+       (comms_[comm].layout.servers <= 1 || port_.pipelines()->streams_network()) &&
        (exec_.granularity == Granularity::kStreams ||
         (exec_.granularity == Granularity::kAuto && primitives(run, req) > exec_.stream_above)));
   Builder(*this, run, comms_[comm].layout, r.channels).build(req, r.streamed);

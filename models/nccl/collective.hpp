@@ -135,6 +135,9 @@ class PipelinePort {
   // The latency of a message's route (propagation, switching, store and forward of its last
   // packet), for a pipeline's fill.
   virtual Time path_latency(const Message& m) = 0;
+  // Whether pipelines may cross the network (false: the hybrid fidelity, whose network runs
+  // packet by packet; only collectives inside one server stream there).
+  virtual bool streams_network() const { return true; }
 
  protected:
   ~PipelinePort() = default;
