@@ -199,14 +199,13 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster, Pr
   GaugeSampler sampler(sim, scenario.simulation.timeseries, scenario.simulation.sample_interval);
   fabric->watch({.check_interval = scenario.simulation.deadlock_check_interval,
                  .no_progress_timeout = scenario.simulation.no_progress_timeout});
+  // The pattern's messages are all in the log before the run; both levels count the payload
+  // delivered as it arrives (MessageLog::delivered).
   const MessageLog& log = fabric->messages();
-  ProgressWatch watch(sim, std::move(progress), [&log] {
-    double total = 0, received = 0;
-    for (const Message& m : log) {
-      total += static_cast<double>(m.size.count());
-      received += static_cast<double>((m.complete() ? m.size : m.received).count());
-    }
-    return total > 0 ? received / total : 1.0;
+  double payload = 0;
+  for (const Message& m : log) payload += static_cast<double>(m.size.count());
+  ProgressWatch watch(sim, std::move(progress), [&log, payload] {
+    return payload > 0 ? std::min(1.0, static_cast<double>(log.delivered.count()) / payload) : 1.0;
   });
 
   const StopReason reason = sim.run_until(scenario.simulation.stop_time);

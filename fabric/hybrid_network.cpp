@@ -59,17 +59,18 @@ void HybridNetwork::set_recycle(bool on) {
   flow_.set_recycle(on);
 }
 
-void HybridNetwork::on_message_complete(std::uint64_t inner) {
-  if (inner >= from_packet_.size()) return;  // a traffic pattern's (start_messages): no listener
-  const std::uint64_t id = from_packet_[inner];
+void HybridNetwork::complete(std::uint64_t id) {
   if (listener_ != nullptr) listener_->on_message_complete(id);
   if (recycle_) free_ids_.push_back(id);
 }
 
+void HybridNetwork::on_message_complete(std::uint64_t inner) {
+  if (inner >= from_packet_.size()) return;  // a traffic pattern's (start_messages): no listener
+  complete(from_packet_[inner]);
+}
+
 void HybridNetwork::FlowCompletions::on_message_complete(std::uint64_t inner) {
-  const std::uint64_t id = self->from_flow_[inner];
-  if (self->listener_ != nullptr) self->listener_->on_message_complete(id);
-  if (self->recycle_) self->free_ids_.push_back(id);
+  self->complete(self->from_flow_[inner]);
 }
 
 std::vector<Metric> HybridNetwork::level_metrics() const {

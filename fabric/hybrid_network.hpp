@@ -65,8 +65,10 @@ class HybridNetwork final : public Fabric, private CompletionListener, private P
                               Time floor, Time tail) override;
   Time path_latency(const Message& m) override { return flow_.path_latency(m); }
   bool streams_network() const override { return false; }
-  // Records a message the flow network took and its hybrid id.
+  // Gives a message an inner network took its hybrid id (a recycled one when there is one).
   std::uint64_t adopt(Level level, std::uint64_t inner);
+  // Tells the listener message `id` completed and frees the id when recycling.
+  void complete(std::uint64_t id);
 
   // Passes the flow network's completions on (its log's listener).
   struct FlowCompletions final : CompletionListener {
