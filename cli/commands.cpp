@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -497,7 +498,10 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       app.add_subcommand("compare", "Run several scenarios and print their metrics side by side");
   compare->add_option("scenarios", compare_files, "Scenario files (TOML)")->required();
   add_overrides(*compare, compare_overrides, compare_fidelity, "Override a key in every scenario",
-                "packet or flow for every scenario");
+                "packet, flow or hybrid for every scenario");
+  unsigned compare_jobs = std::max(1u, std::thread::hardware_concurrency());
+  compare->add_option("--jobs,-j", compare_jobs, "Scenarios run at once (default: the cores)")
+      ->check(CLI::Range(1u, 1024u));
   std::string compare_html;
   compare->add_option("--html", compare_html, "Also write the comparison as an HTML report");
   compare->add_flag("--force", force, kForceHelp);
@@ -615,28 +619,30 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       const LoadOptions options = overridden(compare_overrides, compare_fidelity);
       std::vector<Scenario> scenarios;
       for (const auto& f : compare_files) scenarios.push_back(load_scenario(f, options));
-      std::vector<RunResult> results;
-      std::vector<std::string> spread_notes;
-      for (std::size_t i = 0; i < scenarios.size(); ++i) {
-        const Scenario& sc = scenarios[i];
-        if (!sc.has_traffic && !sc.has_workload) {
+      for (std::size_t i = 0; i < scenarios.size(); ++i)
+        if (!scenarios[i].has_traffic && !scenarios[i].has_workload) {
           err << "fabricsim: error: " << compare_files[i]
               << ": no [traffic] or [workload] to run\n";
           return kExitUsage;
         }
-        err << fmt::format("  running {} ({}/{})\n", sc.name, i + 1, scenarios.size())
-            << std::flush;
-        const BuiltCluster cluster(sc);
-        preflight(sc, cluster, force);
-        const int count = compare_seeds > 0 ? compare_seeds : sc.simulation.seeds;
-        if (count > 1) {
-          const SeedsResult sr = run_seeds(sc, cluster, count, run_function(sc));
-          results.push_back(sr.mean_run());
-          for (const auto& w : sr.warnings) spread_notes.push_back(sc.name + ": " + w);
-          continue;
-        }
-        results.push_back(run_function(sc)(sc, cluster));
-      }
+      // A progress line per scenario now and then (the runs go on in parallel).
+      std::mutex progress_lock;
+      std::vector<std::unique_ptr<ProgressDisplay>> displays(scenarios.size());
+      const auto progress = [&](std::size_t i) -> ProgressFn {
+        return [&, i](const Progress& p) {
+          const std::string phase =
+              p.phase.empty() ? scenarios[i].name : scenarios[i].name + ": " + std::string(p.phase);
+          Progress named = p;
+          named.phase = phase;
+          const std::lock_guard lock(progress_lock);
+          if (!displays[i])  // from the scenario's own start: it may have waited for a worker
+            displays[i] = std::make_unique<ProgressDisplay>(err, false, std::chrono::seconds(10),
+                                                            std::chrono::seconds(30));
+          displays[i]->update(named);
+        };
+      };
+      const auto [results, spread_notes] =
+          run_compare(scenarios, compare_jobs, force, compare_seeds, err, progress);
       out << compare_report(scenarios, results);
       if (!spread_notes.empty()) {
         out << "(values over several seeds are means)\n";

@@ -41,7 +41,7 @@ std::uint64_t parse_nccl_size(const std::string& text) {
 }
 
 NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& cluster,
-                               const NcclTestsArgs& args) {
+                               const NcclTestsArgs& args, ProgressFn progress, std::string phase) {
   const auto type = parse_datatype(args.datatype);
   if (!type) throw std::invalid_argument(fmt::format("unknown data type '{}'", args.datatype));
   const auto& g = cluster.topology.graph();
@@ -106,7 +106,15 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     CollectiveEngine engine(sim, *fabric, scenario.gpu, scenario.nccl, scenario.execution);
     const std::uint32_t comm = engine.add_communicator(layout);
     const CollectiveRequest req{.op = args.op, .bytes = counts.bytes, .root = args.root};
+    // Iterations launched, of warm-up and both placements' timed ones (a share of the work:
+    // every iteration of a size moves the same bytes).
+    int launched = 0;
+    const int iterations = std::max(1, args.warmup + 2 * args.sim_iters);
+    ProgressWatch watch(
+        sim, progress,
+        [&launched, iterations] { return std::max(0, launched - 1) / double(iterations); }, phase);
     for (int it = 0; it < args.warmup && result.errors.empty(); ++it) {
+      ++launched;
       const std::uint32_t id = engine.launch(comm, req, sim.now());
       sim.run();
       if (!engine.result(id).done)
@@ -120,6 +128,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     for (int placement = 0; placement < 2 && result.errors.empty(); ++placement) {
       double total = 0;
       for (int it = 0; it < args.sim_iters; ++it) {
+        ++launched;
         const std::uint32_t id = engine.launch(comm, req, sim.now());
         sim.run();
         const CollectiveResult& c = engine.result(id);

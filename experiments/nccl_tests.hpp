@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/progress.hpp"
 #include "experiments/run.hpp"
 #include "models/nccl/collective.hpp"
 
@@ -78,8 +79,11 @@ struct NcclTestsResult {
 // Parses "8", "64K", "1M", "8G" as nccl-tests does (powers of 1024).
 std::uint64_t parse_nccl_size(const std::string& text);
 
+// `progress` (empty: none) hears from each size's simulation, as phase `phase`, with the
+// share of its iterations (warm-up and timed) done.
 NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& cluster,
-                               const NcclTestsArgs& args);
+                               const NcclTestsArgs& args, ProgressFn progress = {},
+                               std::string phase = {});
 // The same sweep with seeds seed, seed + 1, ... (`count` > 1): `cluster` is the scenario's
 // own; the other seeds build theirs (routing hashes with the seed).
 NcclTestsResult run_nccl_tests_seeds(const Scenario& scenario, const BuiltCluster& cluster,

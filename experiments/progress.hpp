@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <string_view>
 
 #include "sim/simulation.hpp"
 
@@ -16,7 +18,10 @@ namespace fabricsim {
 struct Progress {
   Time now;
   std::uint64_t events = 0;
-  double done = -1;  // fraction of the run's work finished, 0..1; negative: unknown
+  double done = -1;  // fraction of the phase's work finished, 0..1; negative: unknown
+  // Which part of the run this is, for runs made of several simulations (a training study's
+  // step, its one-server run, its nccl-tests sizes); `done` and a rate are per phase.
+  std::string_view phase{};
 };
 using ProgressFn = std::function<void(const Progress&)>;
 
@@ -27,8 +32,13 @@ using ProgressFn = std::function<void(const Progress&)>;
 class ProgressWatch {
  public:
   ProgressWatch(Simulation& sim, ProgressFn report, std::function<double()> done,
+                std::string phase = {},
                 std::chrono::milliseconds interval = std::chrono::milliseconds(250))
-      : sim_(sim), report_(std::move(report)), done_(std::move(done)), interval_(interval) {
+      : sim_(sim),
+        report_(std::move(report)),
+        done_(std::move(done)),
+        phase_(std::move(phase)),
+        interval_(interval) {
     if (!report_) return;
     sim.set_progress_callback([this](Time now, std::uint64_t events) {
       const auto t = clock::now();
@@ -47,11 +57,12 @@ class ProgressWatch {
  private:
   using clock = std::chrono::steady_clock;
   void send(Time now, std::uint64_t events) {
-    report_({.now = now, .events = events, .done = done_ ? done_() : -1});
+    report_({.now = now, .events = events, .done = done_ ? done_() : -1, .phase = phase_});
   }
   Simulation& sim_;
   ProgressFn report_;
   std::function<double()> done_;
+  std::string phase_;
   std::chrono::milliseconds interval_;
   clock::time_point last_{};
 };

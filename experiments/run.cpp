@@ -232,6 +232,9 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster, Pr
     r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
   r.bottleneck_span = summary.span > Time::zero() ? summary.span : r.sim_time;
   r.bottlenecks = bottleneck_summary(*fabric, r.bottleneck_span, r.counters);
+  r.congestion = congestion_by_tier(*fabric, r.bottleneck_span, r.counters);
+  if (scenario.fidelity != Fidelity::kFlow)
+    for (auto& m : congestion_metrics(r.congestion)) r.metrics.push_back(std::move(m));
   r.series_names = sampler.names();
   r.series_times = sampler.times();
   r.series_values = sampler.values();

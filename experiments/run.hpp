@@ -28,7 +28,8 @@ struct RunResult {
   std::uint64_t fingerprint = 0;
   std::vector<Metric> metrics;
   std::vector<std::pair<std::string, std::uint64_t>> counters;
-  std::vector<LinkLoad> bottlenecks;  // the busiest links of each layer, busiest layer first
+  std::vector<LinkLoad> bottlenecks;       // the busiest links of each layer, busiest layer first
+  std::vector<TierCongestion> congestion;  // PFC and ECN per layer (packet level), over the span
   // What their utilisation is over: a traffic run's makespan (first start to last completion;
   // the simulated time runs on past it until the transport's last timer), a training run's
   // simulated time.

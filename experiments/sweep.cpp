@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <exception>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -54,6 +57,19 @@ World world() {
 #else
   return {};
 #endif
+}
+
+// Calls work(k) for k in [0, count) over up to `workers` threads, each taking the next k.
+void parallel_for(std::size_t count, unsigned workers,
+                  const std::function<void(std::size_t)>& work) {
+  std::atomic<std::size_t> next{0};
+  const auto loop = [&] {
+    for (std::size_t k = next++; k < count; k = next++) work(k);
+  };
+  std::vector<std::thread> threads;
+  const unsigned n = std::max(1u, std::min<unsigned>(workers, static_cast<unsigned>(count)));
+  for (unsigned t = 0; t < n; ++t) threads.emplace_back(loop);
+  for (auto& t : threads) t.join();
 }
 
 // A point's result as text lines (status, errors, metrics with round-trip precision), for
@@ -210,30 +226,22 @@ SweepOutcome run_sweep(const std::vector<Scenario>& scenarios, unsigned workers,
   std::vector<std::size_t> mine;  // this rank's points
   for (std::size_t i = 0; i < scenarios.size(); ++i)
     if (static_cast<int>(i % static_cast<std::size_t>(w.size)) == w.rank) mine.push_back(i);
-  std::atomic<std::size_t> next{0};
   std::mutex io;
-  const auto work = [&] {
-    for (std::size_t k = next++; k < mine.size(); k = next++) {
-      const std::size_t i = mine[k];
-      try {
-        const BuiltCluster cluster(scenarios[i]);
-        preflight(scenarios[i], cluster, force);
-        results[i] = scenarios[i].has_workload ? run_training(scenarios[i], cluster)
-                                               : run_scenario(scenarios[i], cluster);
-        if (done) done(i, scenarios[i], results[i]);
-      } catch (const std::exception& e) {
-        failures[i] = e.what();
-      }
-      const std::lock_guard lock(io);
-      err << fmt::format("  point {}/{} done: {}\n", i + 1, scenarios.size(), scenarios[i].name)
-          << std::flush;
+  parallel_for(mine.size(), workers, [&](std::size_t k) {
+    const std::size_t i = mine[k];
+    try {
+      const BuiltCluster cluster(scenarios[i]);
+      preflight(scenarios[i], cluster, force);
+      results[i] = scenarios[i].has_workload ? run_training(scenarios[i], cluster)
+                                             : run_scenario(scenarios[i], cluster);
+      if (done) done(i, scenarios[i], results[i]);
+    } catch (const std::exception& e) {
+      failures[i] = e.what();
     }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 0;
-       t < std::max(1u, std::min<unsigned>(workers, static_cast<unsigned>(mine.size()))); ++t)
-    threads.emplace_back(work);
-  for (auto& t : threads) t.join();
+    const std::lock_guard lock(io);
+    err << fmt::format("  point {}/{} done: {}\n", i + 1, scenarios.size(), scenarios[i].name)
+        << std::flush;
+  });
 #ifdef FABRICSIM_MPI
   if (w.size > 1) {
     // Every rank sends "index\nlength\ntext" records of its points; rank 0 reads them back.
@@ -274,6 +282,58 @@ SweepOutcome run_sweep(const std::vector<Scenario>& scenarios, unsigned workers,
     }
   }
 #endif
+  return outcome;
+}
+
+CompareOutcome run_compare(const std::vector<Scenario>& scenarios, unsigned workers, bool force,
+                           int seeds, std::ostream& err,
+                           const std::function<ProgressFn(std::size_t)>& progress) {
+  CompareOutcome outcome;
+  outcome.results.resize(scenarios.size());
+  std::vector<std::vector<std::string>> notes(scenarios.size());
+  std::vector<std::exception_ptr> failures(scenarios.size());
+  // Every scenario is built and checked before any runs: a study that cannot run says so
+  // at once, not after its other options have run for minutes.
+  std::vector<std::unique_ptr<BuiltCluster>> clusters;
+  for (const Scenario& sc : scenarios) {
+    clusters.push_back(std::make_unique<BuiltCluster>(sc));
+    preflight(sc, *clusters.back(), force);
+  }
+  std::mutex io;
+  const auto say = [&](const std::string& line) {
+    const std::lock_guard lock(io);
+    err << line << std::flush;
+  };
+  parallel_for(scenarios.size(), workers, [&](std::size_t i) {
+    const Scenario& sc = scenarios[i];
+    say(fmt::format("  running {} ({}/{}, {} level)\n", sc.name, i + 1, scenarios.size(),
+                    to_string(sc.fidelity)));
+    const auto started = std::chrono::steady_clock::now();
+    try {
+      const BuiltCluster& cluster = *clusters[i];
+      const ProgressFn report = progress ? progress(i) : ProgressFn{};
+      const RunFn run = [&report](const Scenario& s, const BuiltCluster& c) {
+        return s.has_workload ? run_training(s, c, report) : run_scenario(s, c, report);
+      };
+      const int count = seeds > 0 ? seeds : sc.simulation.seeds;
+      if (count > 1) {
+        const SeedsResult sr = run_seeds(sc, cluster, count, run);
+        outcome.results[i] = sr.mean_run();
+        for (const auto& w : sr.warnings) notes[i].push_back(sc.name + ": " + w);
+      } else {
+        outcome.results[i] = run(sc, cluster);
+      }
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+    const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - started;
+    say(fmt::format("  {} {} in {:.1f} s\n", failures[i] ? "failed" : "done", sc.name,
+                    wall.count()));
+  });
+  for (const auto& f : failures)
+    if (f) std::rethrow_exception(f);
+  for (auto& n : notes)
+    for (auto& line : n) outcome.spread_notes.push_back(std::move(line));
   return outcome;
 }
 

@@ -60,4 +60,18 @@ using SweepPointDone = std::function<void(std::size_t i, const Scenario&, const 
 SweepOutcome run_sweep(const std::vector<Scenario>& points, unsigned workers, bool force,
                        const SweepPointDone& done, std::ostream& err);
 
+// `fabricsim compare`: each scenario run once, or over its seeds (`seeds` > 0: that many;
+// else its simulation.seeds) with the mean taken, up to `workers` at a time, a line on `err`
+// as each starts and ends. Results are in the scenarios' order whatever the scheduling
+// (every run is its own simulation); the first failure in that order is thrown after all
+// have run. Every scenario is built and preflighted (see preflight) before any runs.
+struct CompareOutcome {
+  std::vector<RunResult> results;
+  std::vector<std::string> spread_notes;  // "<scenario>: <warning>" for a metric spread by seed
+};
+// `progress(i)` (when set) gives scenario i's progress callback, called from its worker thread.
+CompareOutcome run_compare(const std::vector<Scenario>& scenarios, unsigned workers, bool force,
+                           int seeds, std::ostream& err,
+                           const std::function<ProgressFn(std::size_t)>& progress = {});
+
 }  // namespace fabricsim

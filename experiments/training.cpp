@@ -17,6 +17,8 @@ struct TrainingRun {
   std::vector<std::pair<std::string, std::uint64_t>> counters;
   std::vector<std::string> errors;
   std::vector<LinkLoad> bottlenecks;
+  std::vector<TierCongestion> congestion;
+  std::vector<Metric> level;  // the packet level's own figures (drops, marks, CNPs, ...)
   Time sim_time{};
   std::uint64_t events = 0;
   std::uint64_t fingerprint = 0;
@@ -24,7 +26,7 @@ struct TrainingRun {
 };
 
 TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const WorkloadSpec& spec,
-                     ProgressFn progress, bool trace) {
+                     ProgressFn progress, std::string phase, bool trace) {
   Simulation sim(s.seed);
   const std::unique_ptr<Fabric> fabric = make_fabric(sim, s, cluster);
   CollectiveEngine engine(sim, *fabric, s.gpu, s.nccl, s.execution);
@@ -72,7 +74,8 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   WorkloadDriver driver(sim, engine, spec, std::move(comms), speed);
   if (trace) driver.enable_trace();
   driver.start();
-  ProgressWatch watch(sim, std::move(progress), [&driver] { return driver.fraction_done(); });
+  ProgressWatch watch(
+      sim, std::move(progress), [&driver] { return driver.fraction_done(); }, std::move(phase));
   sim.run_until(s.simulation.stop_time);
   watch.finish();
   TrainingRun r;
@@ -92,6 +95,17 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   for (const auto& e : fabric->errors())
     r.errors.push_back(fmt::format("{} at {}", e.text, to_string(e.time)));
   r.bottlenecks = bottleneck_summary(*fabric, sim.now(), r.counters);
+  if (s.fidelity != Fidelity::kFlow) {
+    r.congestion = congestion_by_tier(*fabric, sim.now(), r.counters);
+    // What a buyer compares across RoCE and InfiniBand options; the solver's work counters
+    // of the hybrid's flow part are left out.
+    static const std::set<std::string> kept = {"dropped_packets", "ecn_marked_packets",
+                                               "cnp_sent",        "retransmitted_packets",
+                                               "qp_errors",       "peak_switch_queue_bytes"};
+    for (Metric& m : fabric->level_metrics())
+      if (kept.contains(m.name)) r.level.push_back(std::move(m));
+    for (Metric& m : congestion_metrics(r.congestion)) r.level.push_back(std::move(m));
+  }
   return r;
 }
 
@@ -101,8 +115,9 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, Pr
                        std::vector<TraceSpan>* trace) {
   if (scenario.cluster.servers < 1)
     throw std::invalid_argument("a [workload] needs a [server] model (GPUs to train on)");
-  const TrainingRun full =
-      simulate(scenario, cluster, scenario.workload, std::move(progress), trace != nullptr);
+  const bool study = !scenario.study_ops.empty();
+  const TrainingRun full = simulate(scenario, cluster, scenario.workload, progress,
+                                    study ? "training step" : "", trace != nullptr);
   if (trace != nullptr) *trace = full.workload.trace;
 
   // The same per-server work on one server alone: no gradient traffic across servers.
@@ -116,7 +131,8 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, Pr
   one.workload.gpu_speed.resize(scenario.cluster.server.gpus.size(), 1.0);
   one.workload.pipeline_stages = 1;  // one server holds one stage's work
   const BuiltCluster single(one);
-  const TrainingRun alone = simulate(one, single, one.workload, {}, false);
+  const TrainingRun alone = simulate(one, single, one.workload, study ? progress : ProgressFn{},
+                                     "one server alone", false);
 
   RunResult r;
   const WorkloadResult& w = full.workload;
@@ -132,6 +148,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, Pr
   fold_fingerprint(r.fingerprint, alone.fingerprint);
   r.counters = full.counters;
   r.bottlenecks = full.bottlenecks;
+  r.congestion = full.congestion;
   const double n = scenario.cluster.servers;
   const double dp_s = w.dp_active.seconds() / std::max(1, scenario.workload.pipeline_stages);
   // Bytes each NIC received from the network per step, from the hosts' NICs' counters (both
@@ -167,6 +184,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, Pr
       {"compute_slowdown_overlapped",
        compute_slowdown(scenario.gpu, full.channels, Bandwidth{}, false), ""},
   };
+  for (const Metric& m : full.level) r.metrics.push_back(m);
   if (scenario.workload.pipeline_stages > 1) {
     r.metrics.push_back({"pp_send_ms", w.pp_send_ms, "ms"});
     r.metrics.push_back({"pipeline_bubble_ms", w.pp_wait_ms, "ms"});
@@ -177,7 +195,8 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, Pr
       a.binary = binary;
       a.op = *parse_perf_binary(binary);
       a.min_bytes = a.max_bytes = static_cast<std::uint64_t>(size.count());
-      const NcclTestsResult t = run_nccl_tests(scenario, cluster, a);
+      const NcclTestsResult t = run_nccl_tests(
+          scenario, cluster, a, progress, fmt::format("study: {} {}", binary, to_string(size)));
       const std::string op = binary.substr(0, binary.size() - 5);  // "all_reduce"
       r.metrics.push_back({fmt::format("busbw_{}_{}", op, to_string(size)),
                            t.rows.empty() ? 0 : t.rows.front().busbw[0], "GB/s"});

@@ -11,6 +11,9 @@
 //                            AllReduces ran, i.e. the per-NIC rate a counter shows while
 //                            gradients are reduced
 //   pfc_pause_frames         pause frames the switches sent (packet level)
+//   at packet and hybrid level also dropped_packets, ecn_marked_packets, cnp_sent,
+//   retransmitted_packets, qp_errors, peak_switch_queue_bytes and the PFC spread figures
+//   pfc_paused_links, pfc_paused_tiers, pfc_max_paused_share (fabric/fabric.hpp)
 //   tokens_per_s, single_server_tokens_per_s,
 //   scaling_efficiency       tokens/s / (servers x single-server tokens/s)
 //   compute_slowdown_overlapped  what NCCL's SMs cost a compute-bound kernel meanwhile

@@ -37,6 +37,67 @@ std::vector<LinkLoad> bottleneck_summary(
   return busiest_per_layer(std::move(all), per_layer);
 }
 
+std::vector<TierCongestion> congestion_by_tier(
+    const Fabric& fabric, Time span,
+    const std::vector<std::pair<std::string, std::uint64_t>>& counters) {
+  std::vector<TierCongestion> tiers;
+  // Only the counters this summary reads, by name (a fabric of thousands of ports has a
+  // hundred thousand counters; the lookups below go to this much smaller map).
+  std::map<std::string, std::uint64_t, std::less<>> by_name;
+  for (const auto& [name, value] : counters) {
+    const std::string_view n = name;
+    if (n.ends_with(".ecn_marked_packets") || n.ends_with("_pause") ||
+        n.ends_with("_pause_duration_ns"))
+      by_name.emplace(name, value);
+  }
+  if (by_name.empty()) return tiers;
+  const auto find = [&](const std::string& name) -> const std::uint64_t* {
+    const auto it = by_name.find(name);
+    return it == by_name.end() ? nullptr : &it->second;
+  };
+  fabric.for_each_link([&](const Fabric::Link& link) {
+    bool counted = false;
+    std::uint64_t frames = 0, paused_ns = 0, marked = 0;
+    for (int p = 0; p < 8; ++p) {
+      if (const auto* v = find(fmt::format("{}.rx_prio{}_pause", link.name, p))) {
+        frames += *v;
+        counted = true;
+      }
+      if (const auto* v = find(fmt::format("{}.rx_prio{}_pause_duration_ns", link.name, p)))
+        paused_ns += *v;
+    }
+    if (const auto* v = find(fmt::format("{}.ecn_marked_packets", link.name))) {
+      marked = *v;
+      counted = true;
+    }
+    if (!counted) return;
+    auto it = std::find_if(tiers.begin(), tiers.end(),
+                           [&](const TierCongestion& t) { return t.layer == link.layer; });
+    if (it == tiers.end()) it = tiers.insert(tiers.end(), {.layer = std::string(link.layer)});
+    ++it->links;
+    it->paused_links += paused_ns > 0 || frames > 0 ? 1 : 0;
+    it->pause_frames += frames;
+    it->paused_us += static_cast<double>(paused_ns) / 1e3;
+    if (span > Time::zero())
+      it->max_paused_share =
+          std::max(it->max_paused_share, static_cast<double>(paused_ns) * 1e-9 / span.seconds());
+    it->ecn_marked += marked;
+  });
+  return tiers;
+}
+
+std::vector<Metric> congestion_metrics(const std::vector<TierCongestion>& tiers) {
+  double paused_links = 0, paused_tiers = 0, share = 0;
+  for (const TierCongestion& t : tiers) {
+    paused_links += static_cast<double>(t.paused_links);
+    paused_tiers += t.paused_links > 0 ? 1 : 0;
+    share = std::max(share, t.max_paused_share);
+  }
+  return {{"pfc_paused_links", paused_links, ""},
+          {"pfc_paused_tiers", paused_tiers, ""},
+          {"pfc_max_paused_share", share, ""}};
+}
+
 bool is_pfc_pause_sent(std::string_view n) {
   return n.find(".tx_prio") != std::string_view::npos && n.ends_with("_pause");
 }

@@ -104,6 +104,30 @@ std::vector<LinkLoad> bottleneck_summary(
     const Fabric& fabric, Time span,
     const std::vector<std::pair<std::string, std::uint64_t>>& counters, std::size_t per_layer = 2,
     const std::map<std::string, std::uint64_t>* since = nullptr);
+// What PFC and ECN did in one layer of links (packet level; flow level has neither): the
+// layer's link directions, how many of them PFC paused at least once, the pause frames their
+// transmitters received and the time they stood paused (summed, and the most-paused link's
+// share of `span`), and the packets its switch ports marked CE. Pauses that reach layers
+// beyond the one whose queue filled are congestion spreading (head-of-line blocking of flows
+// that never crossed the hot queue).
+struct TierCongestion {
+  std::string layer;
+  std::size_t links = 0;
+  std::size_t paused_links = 0;
+  std::uint64_t pause_frames = 0;
+  double paused_us = 0;
+  double max_paused_share = 0;
+  std::uint64_t ecn_marked = 0;
+};
+// Per layer, in the fabric's link order (from the hosts outward), from the counters
+// `<port>.rx_prio<p>_pause`, `<port>.rx_prio<p>_pause_duration_ns` and
+// `<port>.ecn_marked_packets`; only layers with any of them (empty at flow level).
+std::vector<TierCongestion> congestion_by_tier(
+    const Fabric& fabric, Time span,
+    const std::vector<std::pair<std::string, std::uint64_t>>& counters);
+// The run-level figures of `tiers`: pfc_paused_links, pfc_paused_tiers (layers where a link was
+// paused: more than one means the pauses spread) and pfc_max_paused_share.
+std::vector<Metric> congestion_metrics(const std::vector<TierCongestion>& tiers);
 // Whether a counter counts PFC pause frames a port sent ("<port>.tx_prio<p>_pause").
 bool is_pfc_pause_sent(std::string_view counter);
 // PFC pause frames sent, over all ports, from a run's counters.

@@ -83,10 +83,13 @@ class EgressPort {
   }
   void set_reverse(EgressPort* reverse) { reverse_ = reverse; }
   // `pulls`: the owner hands packets out on demand (a NIC), so the port must wake when free.
-  void set_owner(PortOwner* owner, bool pulls = false) {
+  // `slot`: the owner's own index of this port (a switch's port number), for its callbacks.
+  void set_owner(PortOwner* owner, bool pulls = false, std::uint32_t slot = 0) {
     owner_ = owner;
     owner_pulls_ = pulls;
+    owner_slot_ = slot;
   }
+  std::uint32_t owner_slot() const { return owner_slot_; }
   const PortConfig& config() const { return cfg_; }
   const std::string& name() const { return name_; }
 
@@ -146,6 +149,7 @@ class EgressPort {
   std::uint8_t strict_ = 0xff;  // cfg_.strict
   std::uint8_t lossless_ = 0;   // cfg_.lossless
   bool owner_pulls_ = false;
+  std::uint32_t owner_slot_ = 0;
   bool tx_done_pending_ = false;  // a live transmission-done event is scheduled
   bool credit_flow_ = false;      // cfg_.vl_credits > 0
   HandlerId tx_done_, arrival_;

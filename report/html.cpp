@@ -262,6 +262,22 @@ std::string html_report(const std::vector<Scenario>& scenarios,
           escape(l.layer), escape(l.port), l.utilization * 100, l.layer_mean * 100, l.paused_us);
     out += "</table>\n";
   }
+  // PFC and ECN per layer (packet level).
+  for (std::size_t c = 0; c < results.size(); ++c) {
+    if (results[c].congestion.empty()) continue;
+    out += fmt::format(
+        "<h2>PFC and ECN by layer: {}</h2>\n<table class=\"congestion\"><tr><th>layer</th>"
+        "<th>links</th><th>paused links</th><th>pause frames</th><th>paused (us)</th><th>most "
+        "paused</th><th>ECN marks</th></tr>\n",
+        escape(scenarios[c].name));
+    for (const auto& t : results[c].congestion)
+      out += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.2f} "
+          "%</td><td>{}</td></tr>\n",
+          escape(t.layer), t.links, t.paused_links, t.pause_frames, t.paused_us,
+          t.max_paused_share * 100, t.ecn_marked);
+    out += "</table>\n";
+  }
   return out + "</body></html>\n";
 }
 

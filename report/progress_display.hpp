@@ -2,10 +2,12 @@
 // A run's progress for a person: on a terminal one line rewritten in place twice a second
 // (from the first second on); into a file or pipe (a batch job's log) one line every 10 s.
 // The time left is measured from the work done, elapsed x (1 - done) / done, and is left out
-// while the run cannot say how much it has done.
+// while the run cannot say how much it has done. A run of several phases (Progress::phase)
+// shows the phase, and its rate and time left are the phase's own.
 
 #include <chrono>
 #include <ostream>
+#include <string>
 
 #include "experiments/progress.hpp"
 
@@ -31,6 +33,9 @@ class ProgressDisplay {
   ms first_, every_;
   clock::time_point start_ = clock::now();
   clock::time_point last_ = start_;
+  clock::time_point phase_start_ = start_;  // rate and time left are per phase
+  std::string phase_;
+  bool phased_ = false;  // an update has been seen
   bool shown_ = false;
 };
 

@@ -83,6 +83,17 @@ std::string results_json(const Scenario& scenario, const RunResult& result,
                                       {"paused_us", l.paused_us},
                                       {"layer_mean_utilization", l.layer_mean}});
 
+  toml::array congestion;
+  for (const auto& t : result.congestion)
+    congestion.push_back(
+        toml::table{{"layer", t.layer},
+                    {"links", static_cast<std::int64_t>(t.links)},
+                    {"paused_links", static_cast<std::int64_t>(t.paused_links)},
+                    {"pause_frames", static_cast<std::int64_t>(t.pause_frames)},
+                    {"paused_us", t.paused_us},
+                    {"max_paused_share", t.max_paused_share},
+                    {"ecn_marked_packets", static_cast<std::int64_t>(t.ecn_marked)}});
+
   const FidelityScope scope = fidelity_scope(scenario);
   const auto list = [](const std::vector<std::string>& v) {
     toml::array a;
@@ -103,6 +114,7 @@ std::string results_json(const Scenario& scenario, const RunResult& result,
       {"events", static_cast<std::int64_t>(result.events)},
       {"errors", errors},
       {"bottlenecks", std::move(bottlenecks)},
+      {"congestion_by_tier", std::move(congestion)},
       {"metrics", std::move(metrics)},
       {"counters", std::move(counters)},
       {"timeseries", toml::table{{"file", result.series_names.empty() ? "" : "timeseries.csv"},
@@ -200,6 +212,20 @@ std::string text_report(const Scenario& scenario, const RunResult& result) {
       out += fmt::format("    {:<14} {:<40} {:>6.1f} %  layer mean {:>5.1f} %  paused {:.1f} us\n",
                          l.layer, l.port, l.utilization * 100, l.layer_mean * 100, l.paused_us);
   }
+  if (!result.congestion.empty()) {
+    out += fmt::format(
+        "\n  PFC and ECN by layer (over {}; paused: link directions PFC paused at least once; "
+        "pauses in more than one layer have spread):\n    {:<14} {:>6} {:>7} {:>13} {:>14} "
+        "{:>12} {:>12}\n",
+        to_string(result.bottleneck_span), "layer", "links", "paused", "pause frames",
+        "paused time", "most paused", "ECN marks");
+    for (const auto& t : result.congestion)
+      out += fmt::format(
+          "    {:<14} {:>6} {:>7} {:>13} {:>14} {:>10.2f} % {:>12}\n", t.layer, t.links,
+          t.paused_links, t.pause_frames,
+          to_string(Time::from_ps(static_cast<Time::rep>(std::llround(t.paused_us * 1e6)))),
+          t.max_paused_share * 100, t.ecn_marked);
+  }
   return out;
 }
 
@@ -240,6 +266,16 @@ std::string compare_report(const std::vector<Scenario>& scenarios,
   for (std::size_t c = 0; c < scenarios.size(); ++c)
     out += fmt::format("  {:>{}}", cells[0][c], widths[c]);
   out += '\n';
+  // Which level each column ran at: options compared at different levels differ by the
+  // levels too (docs/fidelity.md gives the size of that difference).
+  bool mixed = false;
+  for (const auto& s : scenarios) mixed |= s.fidelity != scenarios.front().fidelity;
+  if (mixed) {
+    out += fmt::format("{:<{}}", "fidelity", width);
+    for (std::size_t c = 0; c < scenarios.size(); ++c)
+      out += fmt::format("  {:>{}}", to_string(scenarios[c].fidelity), widths[c]);
+    out += '\n';
+  }
   for (std::size_t row = 0; row < metrics.size(); ++row) {
     out += fmt::format("{:<{}}", metrics[row], width);
     for (std::size_t c = 0; c < scenarios.size(); ++c)

@@ -18,13 +18,16 @@ Switch::Switch(Simulation& sim, Pool<Packet>& pool, std::string name, std::uint3
       refresh_(sim.bind<&Switch::on_refresh>(*this)),
       drops_(sim.probes().counter(name_ + ".drop_packets")),
       lossless_drops_(sim.probes().counter(name_ + ".lossless_drop_packets")),
-      ecn_marked_(sim.probes().counter(name_ + ".ecn_marked_packets")),
       buffer_used_(sim.probes().gauge(name_ + ".buffer_bytes")) {}
 
 EgressPort& Switch::add_port(const PortConfig& cfg) {
   ports_.push_back(std::make_unique<EgressPort>(
       sim_, pool_, fmt::format("{}.port{}", name_, ports_.size()), cfg));
-  ports_.back()->set_owner(this);
+  const auto slot = static_cast<std::uint32_t>(ports_.size() - 1);
+  ports_.back()->set_owner(this, false, slot);
+  // Marks count per egress port, as switches count them per port and traffic class.
+  if (cfg_.ecn.enabled)
+    ecn_marked_.push_back(&sim_.probes().counter(ports_.back()->name() + ".ecn_marked_packets"));
   return *ports_.back();
 }
 
@@ -164,7 +167,7 @@ void Switch::on_dequeue(EgressPort& port, Packet& p) {
     }
     if (mark > 0 && rng_.uniform01() < mark) {
       p.ecn = true;
-      ecn_marked_.add();
+      ecn_marked_[port.owner_slot()]->add();
     }
   }
   if (lossless(p.priority)) check_xon(p.ingress, p.priority);

@@ -83,7 +83,7 @@ class Switch final : public PacketSink, public PortOwner {
   Bytes shared_used_{};
   Counter& drops_;
   Counter& lossless_drops_;
-  Counter& ecn_marked_;
+  std::vector<Counter*> ecn_marked_;  // per port, when ECN is on
   Gauge& buffer_used_;
   Bytes used_{};
 };

@@ -145,7 +145,7 @@ Packet* RdmaNic::pull(EgressPort& port) {
     }
     round_robin_ = slot + 1;
     const std::uint32_t psn = retransmit ? qp.retx : qp.next_psn;
-    const SegmentRef seg = segment_at(qp, psn);
+    const SegmentRef seg = segment_at(qp, psn, qp.tx_segment);
     const Bytes::rep payload = payload_of(seg, psn);
     Packet* p = pool_.acquire();
     p->kind = PacketKind::kData;
@@ -240,6 +240,27 @@ RdmaNic::SegmentRef RdmaNic::segment_at(const QueuePair& qp, std::uint32_t psn) 
   return {s.message, s.first_psn, it == qp.segments.end() ? qp.packets : it->first_psn};
 }
 
+RdmaNic::SegmentRef RdmaNic::segment_at(const QueuePair& qp, std::uint32_t psn,
+                                        QueuePair::SegmentCursor& cursor) const {
+  if (psn >= cursor.first && psn < cursor.end) return {cursor.message, cursor.first, cursor.end};
+  const auto& segs = qp.segments;
+  std::size_t k = cursor.index;
+  if (cursor.end != 0 && psn >= cursor.end && k + 1 < segs.size() && segs[k + 1].first_psn <= psn) {
+    ++k;  // the next message: every message has at least one packet, so it starts here
+    while (k + 1 < segs.size() && segs[k + 1].first_psn <= psn) ++k;
+  } else {
+    // Behind the cursor (a retransmission) or the first lookup: search.
+    k = static_cast<std::size_t>(std::upper_bound(segs.begin(), segs.end(), psn,
+                                                  [](std::uint32_t v, const QueuePair::Segment& s) {
+                                                    return v < s.first_psn;
+                                                  }) -
+                                 segs.begin() - 1);
+  }
+  cursor = {static_cast<std::uint32_t>(k), segs[k].first_psn,
+            k + 1 < segs.size() ? segs[k + 1].first_psn : qp.packets, segs[k].message};
+  return {cursor.message, cursor.first, cursor.end};
+}
+
 std::uint32_t RdmaNic::payload_of(const SegmentRef& seg, std::uint32_t psn) const {
   const auto mtu = cfg_.format.mtu.count();
   return static_cast<std::uint32_t>(std::min<Bytes::rep>(
@@ -247,7 +268,7 @@ std::uint32_t RdmaNic::payload_of(const SegmentRef& seg, std::uint32_t psn) cons
 }
 
 void RdmaNic::deliver_in_order(QueuePair& qp, std::uint32_t psn, Time finish) {
-  const SegmentRef seg = segment_at(qp, psn);
+  const SegmentRef seg = segment_at(qp, psn, qp.rx_segment);
   const std::uint32_t payload = payload_of(seg, psn);
   const bool last = psn + 1 == seg.end;
   rx_bytes_.add(payload);

@@ -76,7 +76,16 @@ struct QueuePair {
   bool initialised = false;  // congestion control and probes set up (on its first message)
   bool failed = false;       // retries exhausted: the QP is in the error state
   std::size_t fetched = 0;   // segments handed to the host side (in order)
-  bool fetching = false;     // the last of them is still leaving its source
+  // The sender's and the receiver's last segment lookups (RdmaNic::segment_at): both walk the
+  // PSNs in order but for retransmissions, so the next lookup is mostly in the same segment
+  // (answered from here, without touching `segments`) or the one after it. A segment's end
+  // never changes: a message posted later starts where the last one ended.
+  struct SegmentCursor {
+    std::uint32_t index = 0, first = 0, end = 0;  // end 0: nothing looked up yet
+    std::uint64_t message = 0;
+  };
+  SegmentCursor tx_segment, rx_segment;
+  bool fetching = false;  // the last of them is still leaving its source
   // sender
   std::uint32_t cc = 0;  // its slot in the sender's congestion control
   std::uint32_t packets = 0;
@@ -177,6 +186,11 @@ class RdmaNic final : public PacketSink, public PortOwner, private CcHost {
     std::uint32_t first, end;
   };
   SegmentRef segment_at(const QueuePair& qp, std::uint32_t psn) const;
+  // The same, starting from `cursor` (a QP's tx_segment or rx_segment), which it moves to the
+  // segment found: O(1) for in-order PSNs instead of a binary search over every message the
+  // QP has carried.
+  SegmentRef segment_at(const QueuePair& qp, std::uint32_t psn,
+                        QueuePair::SegmentCursor& cursor) const;
   void deliver_in_order(QueuePair& qp, std::uint32_t psn, Time finish);
   std::uint32_t packets_of(Bytes size) const;
   // Payload bytes of packet `psn` of the message `seg` (every packet full but its last).

@@ -69,7 +69,7 @@ void RcReliability::on_data_any_order(RdmaNic& nic, Packet* p) const {
   qp.out_of_order[p->psn] = true;
   // Placement at the packet's own offset. The message completes when its last byte is in,
   // whichever packet carried it (HostFabric and add_received count bytes, not positions).
-  const RdmaNic::SegmentRef seg = nic.segment_at(qp, p->psn);
+  const RdmaNic::SegmentRef seg = nic.segment_at(qp, p->psn, qp.rx_segment);
   const std::uint32_t payload = nic.payload_of(seg, p->psn);
   nic.rx_bytes_.add(payload);
   if (nic.host_ != nullptr) {
@@ -82,7 +82,7 @@ void RcReliability::on_data_any_order(RdmaNic& nic, Packet* p) const {
   const std::uint32_t before = qp.expected;
   bool segment_done = false;
   while (qp.expected < qp.packets && qp.out_of_order[qp.expected]) {
-    if (qp.expected + 1 == nic.segment_at(qp, qp.expected).end) {
+    if (qp.expected + 1 == nic.segment_at(qp, qp.expected, qp.rx_segment).end) {
       nic.rx_messages_.add();
       segment_done = true;
     }

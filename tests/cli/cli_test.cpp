@@ -527,6 +527,30 @@ TEST(Seeds, RunAndCompareReportTheSpreadAndWarnWhenHashingDecides) {
   fs::remove_all(dir);
 }
 
+TEST(Compare, ScenariosRunInParallelGiveTheTableOfRunningThemOneByOne) {
+  // Each scenario is its own simulation, so how many run at once cannot change a number; the
+  // columns stay in the order given. Levels that differ get a fidelity row.
+  const fs::path dir = temp_dir("compare_jobs");
+  std::string dmodk = kEcmpLuck + kEcmpTraffic;
+  dmodk.insert(dmodk.find("link_rate"), "routing = \"dmodk\"\n");
+  const std::string a = write_scenario(dir, "a.toml", kEcmpLuck + kEcmpTraffic);
+  const std::string b = write_scenario(dir, "b.toml", dmodk);
+  std::string flow = dmodk;
+  flow.insert(0, "fidelity = \"flow\"\n");
+  const std::string c = write_scenario(dir, "c.toml", flow);
+  const Outcome serial = cli({"compare", a, b, c, "-j", "1"});
+  const Outcome parallel = cli({"compare", a, b, c, "-j", "3"});
+  ASSERT_EQ(serial.code, 0) << serial.err;
+  ASSERT_EQ(parallel.code, 0) << parallel.err;
+  EXPECT_EQ(serial.out, parallel.out);
+  EXPECT_NE(serial.out.find("\nfidelity "), std::string::npos) << serial.out;
+  EXPECT_NE(serial.out.find("pfc_paused_tiers"), std::string::npos) << serial.out;
+  const Outcome same_level = cli({"compare", a, b, "-j", "2"});
+  ASSERT_EQ(same_level.code, 0) << same_level.err;
+  EXPECT_EQ(same_level.out.find("\nfidelity "), std::string::npos) << same_level.out;
+  fs::remove_all(dir);
+}
+
 TEST(Seeds, NcclTestsAveragesTimeOverSeedsAsSeparateRunsWould) {
   const fs::path dir = temp_dir("nccl_seeds");
   const std::string scenario = write_scenario(dir, "hash.toml", kEcmpLuck);

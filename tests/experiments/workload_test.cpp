@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -186,4 +188,15 @@ TEST(Workload, ProgressDisplayWritesLogLinesWithTheTimeLeftFromWorkDone) {
   ProgressDisplay u(unknown, false, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
   u.update({.now = Time::from_ps(1), .events = 1, .done = -1});
   EXPECT_EQ(unknown.str().find("ETA"), std::string::npos) << unknown.str();
+  // A run of several simulations names each phase, and a new phase's ETA is its own: just
+  // started, half done, so about as long again as it has run (not the whole run's time).
+  std::ostringstream phased;
+  ProgressDisplay p(phased, false, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+  p.update({.now = Time::from_ps(1), .events = 1, .done = 0.9, .phase = "training step"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  p.update({.now = Time::from_ps(1), .events = 1, .done = 0.5, .phase = "study: x 1GiB"});
+  const std::string text = phased.str();
+  EXPECT_NE(text.find("progress: [training step] simulated"), std::string::npos) << text;
+  EXPECT_NE(text.find("progress: [study: x 1GiB] simulated"), std::string::npos) << text;
+  EXPECT_NE(text.find("50.0 % done, ETA 0 s"), std::string::npos) << text;
 }
