@@ -106,10 +106,10 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     CollectiveEngine engine(sim, *fabric, scenario.gpu, scenario.nccl, scenario.execution);
     const std::uint32_t comm = engine.add_communicator(layout);
     const CollectiveRequest req{.op = args.op, .bytes = counts.bytes, .root = args.root};
-    // Iterations launched, of warm-up and both placements' timed ones (a share of the work:
+    // Iterations launched, of warm-up and each placement's timed ones (a share of the work:
     // every iteration of a size moves the same bytes).
     int launched = 0;
-    const int iterations = std::max(1, args.warmup + 2 * args.sim_iters);
+    const int iterations = std::max(1, args.warmup + args.placements * args.sim_iters);
     ProgressWatch watch(
         sim, progress,
         [&launched, iterations] { return std::max(0, launched - 1) / double(iterations); }, phase);
@@ -125,7 +125,7 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     }
     const Time row_start = sim.now();
     const auto baseline = link_bytes_now(*fabric);
-    for (int placement = 0; placement < 2 && result.errors.empty(); ++placement) {
+    for (int placement = 0; placement < args.placements && result.errors.empty(); ++placement) {
       double total = 0;
       for (int it = 0; it < args.sim_iters; ++it) {
         ++launched;
@@ -161,6 +161,11 @@ NcclTestsResult run_nccl_tests(const Scenario& scenario, const BuiltCluster& clu
     }
     fold_fingerprint(result.fingerprint, sim.fingerprint());
     if (!result.errors.empty()) break;
+    if (scenario.fidelity != Fidelity::kFlow) {
+      std::vector<std::pair<std::string, std::uint64_t>> counters;
+      for (const auto& c : sim.probes().counters()) counters.emplace_back(c.name, c.value);
+      row.congestion = congestion_by_tier(*fabric, sim.now(), counters);
+    }
     const auto loads = bottleneck_summary(*fabric, sim.now() - row_start, {}, 1, &baseline);
     if (!loads.empty()) {
       row.bounded_by = loads.front().layer;

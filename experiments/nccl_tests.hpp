@@ -43,6 +43,9 @@ struct NcclTestsArgs {
   int blocking = 0;                // -z
   int graph = 0;                   // -G
   int sim_iters = 1;               // iterations simulated per size and placement
+  // Placements simulated: 2, out of place then in place, as nccl-tests prints them; 1, out of
+  // place only (the training study reads only that column; the in-place one stays 0).
+  int placements = 2;
 };
 
 struct NcclTestsRow {
@@ -59,6 +62,9 @@ struct NcclTestsRow {
   bool tuner_fallback = false;      // nothing enabled applies: NCCL would fail, the model ran Ring
   std::string bounded_by;           // the layer of the busiest link during the row
   double bounded_by_imbalance = 0;  // that link's utilization / its layer's mean (1: even)
+  // Packet and hybrid levels: what PFC and ECN did over the size's iterations (warm-up
+  // included), fabric/fabric.hpp congestion_by_tier; empty at flow level.
+  std::vector<TierCongestion> congestion;
   // Over seeds (only with several): busbw's extremes per placement; the fields above hold the
   // mean time and the bandwidths from it.
   double busbw_min[2] = {0, 0};

@@ -195,11 +195,24 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, Pr
       a.binary = binary;
       a.op = *parse_perf_binary(binary);
       a.min_bytes = a.max_bytes = static_cast<std::uint64_t>(size.count());
+      a.placements = 1;  // the metric is the out-of-place busbw
       const NcclTestsResult t = run_nccl_tests(
           scenario, cluster, a, progress, fmt::format("study: {} {}", binary, to_string(size)));
       const std::string op = binary.substr(0, binary.size() - 5);  // "all_reduce"
       r.metrics.push_back({fmt::format("busbw_{}_{}", op, to_string(size)),
                            t.rows.empty() ? 0 : t.rows.front().busbw[0], "GB/s"});
+      if (!t.rows.empty() && scenario.fidelity != Fidelity::kFlow) {
+        // What PFC and ECN did in that collective (its iterations, warm-up included).
+        std::uint64_t frames = 0, marks = 0;
+        for (const auto& c : t.rows.front().congestion) {
+          frames += c.pause_frames;
+          marks += c.ecn_marked;
+        }
+        r.metrics.push_back(
+            {fmt::format("pfc_pause_frames_{}_{}", op, to_string(size)), double(frames), ""});
+        r.metrics.push_back(
+            {fmt::format("ecn_marked_packets_{}_{}", op, to_string(size)), double(marks), ""});
+      }
       for (const auto& e : t.errors) r.errors.push_back(e);
     }
   }

@@ -88,6 +88,16 @@ std::string nccl_tests_text(const NcclTestsArgs& a, const NcclTestsResult& r) {
           "ran this instead";
     if (row.bounded_by_imbalance >= kImbalanceShown)
       bound += fmt::format(" (busiest link {:.2f} x the layer's mean)", row.bounded_by_imbalance);
+    if (!row.congestion.empty()) {
+      const auto m = congestion_metrics(row.congestion);
+      std::uint64_t frames = 0, marks = 0;
+      for (const auto& t : row.congestion) {
+        frames += t.pause_frames;
+        marks += t.ecn_marked;
+      }
+      bound += fmt::format("; PFC {} pause frames on {} links in {} layers, {} ECN marks", frames,
+                           m[0].value, m[1].value, marks);
+    }
     line(fmt::format("# fabricsim: {:>12} B {} {}/{} {} channels (NCCL tuner estimate {:.1f} us){}",
                      row.size, to_string(a.op), to_string(row.algo), to_string(row.proto),
                      row.channels, row.tuner_us, bound));
@@ -119,6 +129,18 @@ std::string nccl_tests_json(const Scenario& scenario, const NcclTestsArgs& a,
                   {"bounded_by", row.bounded_by},
                   {"bounded_by_imbalance", row.bounded_by_imbalance},
                   {"tuner_fallback", row.tuner_fallback}};
+    if (!row.congestion.empty()) {
+      std::uint64_t frames = 0, marks = 0;
+      for (const auto& c : row.congestion) {
+        frames += c.pause_frames;
+        marks += c.ecn_marked;
+      }
+      toml::table congestion{{"pfc_pause_frames", static_cast<std::int64_t>(frames)},
+                             {"ecn_marked_packets", static_cast<std::int64_t>(marks)}};
+      for (const auto& m : congestion_metrics(row.congestion))
+        congestion.insert_or_assign(m.name, m.value);
+      t.insert_or_assign("congestion", std::move(congestion));
+    }
     const char* names[] = {"out_of_place", "in_place"};
     for (int p = 0; p < 2; ++p) {
       // GB/s (10^9 bytes per second), as nccl-tests prints them. `*_gbps` are the same

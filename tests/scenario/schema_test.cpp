@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 
 #include "experiments/calibration.hpp"
 #include "experiments/sweep.hpp"
+#include "report/results.hpp"
 #include "report/scenario_doc.hpp"
 #include "scenario/scenario.hpp"
 #include "scenario/schema.hpp"
@@ -165,6 +167,22 @@ TEST(Schema, TheResolvedScenarioLoadsBackToItself) {
     }
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST(Schema, TheBuyingStudysRoceOptionsRunWithPfcAndDcqcnActing) {
+  // Issue 19: the risk a RoCE buyer needs to see (pauses, marks, rate cuts) acts only with
+  // packets on the network; the InfiniBand options stay at flow level.
+  for (const char* name : {"roce-400g-full-rail.toml", "roce-400g-2to1-rail.toml"}) {
+    const Scenario s = load_scenario(kSource + "/scenarios/fat-tree-256/" + name);
+    EXPECT_EQ(s.fidelity, Fidelity::kHybrid) << name;
+    const FidelityScope scope = fidelity_scope(s);
+    EXPECT_TRUE(scope.inactive.empty()) << name;
+    for (const char* mechanism : {"PFC", "ECN marking", "DCQCN"})
+      EXPECT_NE(std::find(scope.models.begin(), scope.models.end(), mechanism), scope.models.end())
+          << name << ": " << mechanism;
+  }
+  EXPECT_EQ(load_scenario(kSource + "/scenarios/fat-tree-256/ib-ndr-full-rail.toml").fidelity,
+            Fidelity::kFlow);
 }
 
 TEST(Schema, CalibrationParametersAreRowsWhoseNumberRoundTrips) {
