@@ -203,15 +203,11 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, Pr
                            t.rows.empty() ? 0 : t.rows.front().busbw[0], "GB/s"});
       if (!t.rows.empty() && scenario.fidelity != Fidelity::kFlow) {
         // What PFC and ECN did in that collective (its iterations, warm-up included).
-        std::uint64_t frames = 0, marks = 0;
-        for (const auto& c : t.rows.front().congestion) {
-          frames += c.pause_frames;
-          marks += c.ecn_marked;
-        }
-        r.metrics.push_back(
-            {fmt::format("pfc_pause_frames_{}_{}", op, to_string(size)), double(frames), ""});
-        r.metrics.push_back(
-            {fmt::format("ecn_marked_packets_{}_{}", op, to_string(size)), double(marks), ""});
+        const CongestionTotals c = congestion_totals(t.rows.front().congestion);
+        r.metrics.push_back({fmt::format("pfc_pause_frames_{}_{}", op, to_string(size)),
+                             double(c.pause_frames), ""});
+        r.metrics.push_back({fmt::format("ecn_marked_packets_{}_{}", op, to_string(size)),
+                             double(c.ecn_marked), ""});
       }
       for (const auto& e : t.errors) r.errors.push_back(e);
     }

@@ -86,16 +86,23 @@ std::vector<TierCongestion> congestion_by_tier(
   return tiers;
 }
 
-std::vector<Metric> congestion_metrics(const std::vector<TierCongestion>& tiers) {
-  double paused_links = 0, paused_tiers = 0, share = 0;
-  for (const TierCongestion& t : tiers) {
-    paused_links += static_cast<double>(t.paused_links);
-    paused_tiers += t.paused_links > 0 ? 1 : 0;
-    share = std::max(share, t.max_paused_share);
+CongestionTotals congestion_totals(const std::vector<TierCongestion>& tiers) {
+  CongestionTotals t;
+  for (const TierCongestion& tier : tiers) {
+    t.pause_frames += tier.pause_frames;
+    t.ecn_marked += tier.ecn_marked;
+    t.paused_links += tier.paused_links;
+    t.paused_tiers += tier.paused_links > 0 ? 1 : 0;
+    t.max_paused_share = std::max(t.max_paused_share, tier.max_paused_share);
   }
-  return {{"pfc_paused_links", paused_links, ""},
-          {"pfc_paused_tiers", paused_tiers, ""},
-          {"pfc_max_paused_share", share, ""}};
+  return t;
+}
+
+std::vector<Metric> congestion_metrics(const std::vector<TierCongestion>& tiers) {
+  const CongestionTotals t = congestion_totals(tiers);
+  return {{"pfc_paused_links", static_cast<double>(t.paused_links), ""},
+          {"pfc_paused_tiers", static_cast<double>(t.paused_tiers), ""},
+          {"pfc_max_paused_share", t.max_paused_share, ""}};
 }
 
 bool is_pfc_pause_sent(std::string_view n) {

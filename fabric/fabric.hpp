@@ -125,8 +125,17 @@ struct TierCongestion {
 std::vector<TierCongestion> congestion_by_tier(
     const Fabric& fabric, Time span,
     const std::vector<std::pair<std::string, std::uint64_t>>& counters);
-// The run-level figures of `tiers`: pfc_paused_links, pfc_paused_tiers (layers where a link was
-// paused: more than one means the pauses spread) and pfc_max_paused_share.
+// `tiers` summed over layers: pause frames and ECN marks, paused links, layers with a paused
+// link (more than one: the pauses spread beyond the hop whose queue filled) and the most-paused
+// link's share.
+struct CongestionTotals {
+  std::uint64_t pause_frames = 0, ecn_marked = 0;
+  std::size_t paused_links = 0, paused_tiers = 0;
+  double max_paused_share = 0;
+};
+CongestionTotals congestion_totals(const std::vector<TierCongestion>& tiers);
+// The run-level metrics of those totals: pfc_paused_links, pfc_paused_tiers and
+// pfc_max_paused_share.
 std::vector<Metric> congestion_metrics(const std::vector<TierCongestion>& tiers);
 // Whether a counter counts PFC pause frames a port sent ("<port>.tx_prio<p>_pause").
 bool is_pfc_pause_sent(std::string_view counter);

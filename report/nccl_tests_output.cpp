@@ -89,14 +89,9 @@ std::string nccl_tests_text(const NcclTestsArgs& a, const NcclTestsResult& r) {
     if (row.bounded_by_imbalance >= kImbalanceShown)
       bound += fmt::format(" (busiest link {:.2f} x the layer's mean)", row.bounded_by_imbalance);
     if (!row.congestion.empty()) {
-      const auto m = congestion_metrics(row.congestion);
-      std::uint64_t frames = 0, marks = 0;
-      for (const auto& t : row.congestion) {
-        frames += t.pause_frames;
-        marks += t.ecn_marked;
-      }
-      bound += fmt::format("; PFC {} pause frames on {} links in {} layers, {} ECN marks", frames,
-                           m[0].value, m[1].value, marks);
+      const CongestionTotals c = congestion_totals(row.congestion);
+      bound += fmt::format("; PFC {} pause frames on {} links in {} layers, {} ECN marks",
+                           c.pause_frames, c.paused_links, c.paused_tiers, c.ecn_marked);
     }
     line(fmt::format("# fabricsim: {:>12} B {} {}/{} {} channels (NCCL tuner estimate {:.1f} us){}",
                      row.size, to_string(a.op), to_string(row.algo), to_string(row.proto),
@@ -130,13 +125,9 @@ std::string nccl_tests_json(const Scenario& scenario, const NcclTestsArgs& a,
                   {"bounded_by_imbalance", row.bounded_by_imbalance},
                   {"tuner_fallback", row.tuner_fallback}};
     if (!row.congestion.empty()) {
-      std::uint64_t frames = 0, marks = 0;
-      for (const auto& c : row.congestion) {
-        frames += c.pause_frames;
-        marks += c.ecn_marked;
-      }
-      toml::table congestion{{"pfc_pause_frames", static_cast<std::int64_t>(frames)},
-                             {"ecn_marked_packets", static_cast<std::int64_t>(marks)}};
+      const CongestionTotals c = congestion_totals(row.congestion);
+      toml::table congestion{{"pfc_pause_frames", static_cast<std::int64_t>(c.pause_frames)},
+                             {"ecn_marked_packets", static_cast<std::int64_t>(c.ecn_marked)}};
       for (const auto& m : congestion_metrics(row.congestion))
         congestion.insert_or_assign(m.name, m.value);
       t.insert_or_assign("congestion", std::move(congestion));
