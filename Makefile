@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 GENERATOR  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build run test bench sanitize fuzz format format-check clean
+.PHONY: all deps configure build run test bench sanitize fuzz format format-check clean install deb
 
 all: build
 
@@ -34,6 +34,15 @@ test:
 	@scripts/install-deps.sh chromium libopenmpi-dev openmpi-bin || echo "fabricsim: chromium/OpenMPI missing: their tests will be skipped" >&2
 	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# `make install PREFIX=/opt/fabricsim` (default /usr/local): binary, man page, bash completion,
+# scenarios and docs. `make deb`: build/fabricsim_VERSION_ARCH.deb for `apt install ./...deb`.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+deb: build
+	cd $(BUILD) && cpack -G DEB
 
 bench: build
 	$(BUILD)/bench/fabricsim_bench --benchmark_counters_tabular=true

@@ -12,6 +12,7 @@
 
 extern char** environ;  // POSIX: the process environment, for --env-from-process
 
+#include "cli/help.hpp"
 #include "experiments/calibration.hpp"
 #include "experiments/diagnose.hpp"
 #include "experiments/nccl_tests.hpp"
@@ -19,6 +20,7 @@ extern char** environ;  // POSIX: the process environment, for --env-from-proces
 #include "experiments/run.hpp"
 #include "experiments/sweep.hpp"
 #include "experiments/training.hpp"
+#include "fabricsim/revision.hpp"
 #include "fabricsim/version.hpp"
 #include "report/calibration_report.hpp"
 #include "report/html.hpp"
@@ -45,6 +47,13 @@ struct CalibrationCli {
   std::vector<std::string> fit;  // --fit: parameter keys (calibration_parameters)
 };
 
+// A scenario as the loader reads it, with its warnings printed on `err`.
+Scenario load_warned(const std::string& file, const LoadOptions& options, std::ostream& err) {
+  Scenario s = load_scenario(file, options);
+  for (const auto& w : s.warnings) err << "fabricsim: warning: " << w << '\n';
+  return s;
+}
+
 void print_notes(const std::vector<std::string>& notes, std::ostream& err) {
   for (const auto& n : notes) err << "  " << n << '\n';
 }
@@ -61,7 +70,7 @@ MeasurementSet collective_measurements(const CalibrationCli& c, std::ostream& er
 
 int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
   const MeasurementSet set = collective_measurements(c, err);
-  Scenario s = load_scenario(c.scenario);
+  Scenario s = load_warned(c.scenario, {}, err);
   std::vector<std::string> notes;
   const auto direct = apply_direct_estimates(s, set, notes);
   print_notes(notes, err);
@@ -77,7 +86,7 @@ int run_calibrate(const CalibrationCli& c, std::ostream& out, std::ostream& err)
 
 int run_validate(const CalibrationCli& c, std::ostream& out, std::ostream& err) {
   const MeasurementSet set = collective_measurements(c, err);
-  Scenario s = load_scenario(c.scenario);
+  Scenario s = load_warned(c.scenario, {}, err);
   if (!c.fidelity.empty()) s.fidelity = fidelity_of(c.fidelity);
   std::vector<std::string> notes;
   const Validation v = validate(s, set, c.holdout, c.fit, notes);
@@ -109,7 +118,7 @@ int run_diagnose(const CalibrationCli& c, std::ostream& out, std::ostream& err) 
   const MeasurementSet set = load_measurements(c.measurements);
   print_notes(set.notes, err);
   std::optional<Scenario> s;
-  if (!c.scenario.empty()) s = load_scenario(c.scenario);
+  if (!c.scenario.empty()) s = load_warned(c.scenario, {}, err);
   out << diagnosis_text(diagnose(set, s ? &*s : nullptr));
   return kExitOk;
 }
@@ -124,6 +133,14 @@ RunFn run_function(const Scenario& s) {
 }  // namespace
 
 namespace {
+
+// A command's `--help` ends with examples that run as written from the source tree (the man
+// page shows the same ones; a test runs each).
+void add_examples(CLI::App& cmd, std::initializer_list<const char*> lines) {
+  std::string footer = "\nExamples:";
+  for (const char* l : lines) footer += fmt::format("\n  {}", l);
+  cmd.footer(footer);
+}
 
 constexpr const char* kForceHelp =
     "Run even when a size estimate (messages, samples, sweep points) is over its limit";
@@ -191,6 +208,7 @@ struct ScenarioArgs {
   std::vector<std::string> overrides;
   std::optional<std::uint64_t> seed;
   std::string fidelity;
+  std::string stop_time;
   NcclEnvArgs nccl_env;
   std::vector<std::string> env_overrides;  // nccl_env's, once resolve_env has run
 
@@ -200,6 +218,9 @@ struct ScenarioArgs {
     cmd.add_option("--seed", seed, "Random seed (overrides the scenario's 'seed'), 0 or more")
         ->check(CLI::Range(std::uint64_t{0},
                            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())));
+    cmd.add_option("--stop-time", stop_time,
+                   "Stop the simulation at this simulated time, e.g. 10ms (overrides "
+                   "simulation.stop_time)");
     nccl_env.add_to(cmd);
   }
   void resolve_env(std::ostream& err) { env_overrides = nccl_env.overrides(err); }
@@ -208,10 +229,11 @@ struct ScenarioArgs {
     std::vector<std::string> set = env_overrides;
     set.insert(set.end(), overrides.begin(), overrides.end());
     if (seed) set.push_back(fmt::format("seed={}", *seed));
+    if (!stop_time.empty()) set.push_back(fmt::format("simulation.stop_time=\"{}\"", stop_time));
     return overridden(std::move(set), fidelity);
   }
   std::vector<std::string> all_overrides() const { return options().overrides; }
-  Scenario load() const { return load_scenario(file, options()); }
+  Scenario load(std::ostream& err) const { return load_warned(file, options(), err); }
 };
 
 // Progress on a terminal: simulated time, wall time, events/s and ETA, at most twice a second,
@@ -225,7 +247,7 @@ struct TopoArgs {
 };
 
 int run_topo(const TopoArgs& args, std::ostream& out, std::ostream& err) {
-  const Scenario s = args.scenario.load();
+  const Scenario s = args.scenario.load(err);
   const BuiltCluster cluster(s);
   const TopologySummary summary = analyse(cluster.topology, cluster.routing, s.analysis);
   if (args.matrix) {
@@ -315,6 +337,13 @@ void add_nccl_tests(CLI::App& app, NcclTestsCli& c) {
   cmd->add_flag("--force", c.force, kForceHelp);
   cmd->add_option("--json", c.json, "Also write the results as JSON to FILE (- for stdout)");
   cmd->add_option("--csv", c.csv, "Also write the results as CSV to FILE (- for stdout)");
+  add_examples(*cmd,
+               {"fabricsim nccl-tests all_reduce_perf --scenario scenarios/nccl/dgx-h100.toml "
+                "-b 8 -e 128M -f 4",
+                "fabricsim nccl-tests alltoall_perf --scenario "
+                "scenarios/nccl/dgx-a100-x4-roce.toml -b 1M -e 64M -f 8 --json a2a.json",
+                "fabricsim nccl-tests all_reduce_perf --scenario scenarios/nccl/dgx-h100.toml "
+                "-b 1M -e 1M --env NCCL_ALGO=Ring --env NCCL_PROTO=Simple"});
 }
 
 int run_nccl_tests_command(NcclTestsCli& c, std::ostream& out, std::ostream& err) {
@@ -338,7 +367,7 @@ int run_nccl_tests_command(NcclTestsCli& c, std::ostream& out, std::ostream& err
   }
   std::vector<std::string> set = c.nccl_env.overrides(err);
   set.insert(set.end(), c.overrides.begin(), c.overrides.end());
-  const Scenario s = load_scenario(c.scenario, overridden(std::move(set), c.fidelity));
+  const Scenario s = load_warned(c.scenario, overridden(std::move(set), c.fidelity), err);
   const BuiltCluster cluster(s);
   preflight(s, cluster, c.force);
   const int seeds = c.seeds > 0 ? c.seeds : s.simulation.seeds;
@@ -383,10 +412,15 @@ void add_perftest(CLI::App& app, PerftestCli& c) {
       ->check(CLI::Range(1, 1 << 30));
   cmd->add_flag("--report_gbits", c.args.report_gbits, "Bandwidth in Gb/s instead of MiB/s");
   cmd->add_flag("--force", c.force, kForceHelp);
+  add_examples(*cmd,
+               {"fabricsim perftest ib_write_bw --scenario scenarios/nccl/dgx-a100-x4-roce.toml "
+                "-a --report_gbits",
+                "fabricsim perftest ib_write_lat --scenario "
+                "scenarios/nccl/dgx-a100-x4-roce.toml -s 64"});
 }
 
-int run_perftest_command(const PerftestCli& c, std::ostream& out) {
-  const Scenario s = load_scenario(c.scenario, overridden(c.overrides, c.fidelity));
+int run_perftest_command(const PerftestCli& c, std::ostream& out, std::ostream& err) {
+  const Scenario s = load_warned(c.scenario, overridden(c.overrides, c.fidelity), err);
   const BuiltCluster cluster(s);
   preflight(s, cluster, c.force);
   out << perftest_text(s, c.args, run_perftest(s, cluster, c.args));
@@ -426,7 +460,7 @@ int report_config_error(const ConfigError& e, std::ostream& err) {
 int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
              bool interactive) {
   CLI::App app{"fabricsim: a discrete-event simulator of GPU server networks", "fabricsim"};
-  app.set_version_flag("--version", std::string("fabricsim ") + kVersion);
+  app.set_version_flag("--version", fmt::format("fabricsim {} (git {})", kVersion, kRevision));
   app.require_subcommand(1);
 
   ScenarioArgs run_args;
@@ -462,6 +496,13 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
                   "Run N seeds from the scenario's (seed, seed+1, ...) and report each metric's "
                   "mean, min and max (default: simulation.seeds)")
       ->check(CLI::Range(1, 1000));
+  add_examples(*run, {"fabricsim run scenarios/default.toml",
+                      "fabricsim run scenarios/default.toml --set switch.buffer=4MiB --stop-time "
+                      "1ms --format json",
+                      "fabricsim run scenarios/default.toml --sweep switch.buffer=1MiB,2MiB,4MiB "
+                      "--out buffers",
+                      "fabricsim run scenarios/case-study-32gpu/before.toml --report html --out "
+                      "before"});
 
   ScenarioArgs check_args;
   bool resolved = false;
@@ -469,6 +510,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   check_args.add_to(*check);
   check->add_flag("--resolved", resolved, "Print the scenario as it would run, defaults included");
   check->add_flag("--force", force, kForceHelp);
+  add_examples(*check,
+               {"fabricsim check scenarios/default.toml",
+                "fabricsim check scenarios/fat-tree-256/roce-400g-2to1-rail.toml --resolved"});
 
   std::string schema_prefix;
   bool schema_json = false;
@@ -476,6 +520,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       app.add_subcommand("schema", "Print every scenario key: type, default, range, meaning");
   schema->add_option("prefix", schema_prefix, "Only the keys under this path (e.g. nic.dcqcn)");
   schema->add_flag("--json", schema_json, "As JSON, for tools");
+  add_examples(*schema, {"fabricsim schema nic.dcqcn", "fabricsim schema --json"});
 
   TopoArgs topo_args;
   CLI::App* topo =
@@ -486,6 +531,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   topo->add_option("--nccl-xml", topo_args.nccl_xml_dir,
                    "Write one NCCL topology XML per server into DIR");
   topo->add_flag("--json", topo_args.json, "Print the summary as JSON");
+  add_examples(*topo, {"fabricsim topo scenarios/topologies/dgx-h100-256-fat-tree.toml",
+                       "fabricsim topo scenarios/nccl/dgx-h100.toml --matrix",
+                       "fabricsim topo scenarios/topologies/fat-tree-k8.toml --dot fabric.dot"});
 
   NcclTestsCli nccl_args;
   add_nccl_tests(app, nccl_args);
@@ -511,6 +559,10 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
                    "Run each scenario with N seeds; the table shows means (default: each "
                    "scenario's simulation.seeds)")
       ->check(CLI::Range(1, 1000));
+  add_examples(*compare, {"fabricsim compare scenarios/case-study-32gpu/before.toml "
+                          "scenarios/case-study-32gpu/after.toml --html case.html",
+                          "fabricsim compare scenarios/fat-tree-256/ib-ndr-full-rail.toml "
+                          "scenarios/fat-tree-256/ib-ndr-2to1-rail.toml -j 2"});
 
   // calibrate, validate, diagnose: one set of arguments (only one subcommand runs).
   CalibrationCli measured;
@@ -532,6 +584,14 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "nccl.step_latency.<proto>_<nvlink|pcie|net>, with perftest rows nic.message_overhead "
       "and nic.message_rate_mpps; also flow.efficiency_pcie)";
   calibrate_cmd->add_option("--fit", measured.fit, fit_help)->delimiter(',');
+  // The measurements: nccl-tests output of a cluster (here the model's own, so that the
+  // examples run anywhere; validation/collect.sh gathers a real cluster's).
+  const char* kMeasure =
+      "mkdir -p meas && fabricsim nccl-tests all_reduce_perf --scenario "
+      "scenarios/nccl/dgx-h100.toml -b 1M -e 256M -f 4 > meas/all_reduce_perf.txt";
+  add_examples(*calibrate_cmd, {kMeasure,
+                                "fabricsim calibrate --measurements meas --scenario "
+                                "scenarios/nccl/dgx-h100.toml --out calibrated.toml"});
   CLI::App* validate_cmd = measurement_command(
       "validate", "Simulate measured runs; print measured vs simulated and the error");
   validate_cmd
@@ -548,6 +608,10 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   validate_cmd->add_option("--fit", measured.fit, fit_help)->delimiter(',');
   validate_cmd->add_option("--report", measured.report,
                            "Also write measured vs simulated as a self-contained HTML file");
+  add_examples(*validate_cmd,
+               {kMeasure,
+                "fabricsim validate --measurements meas --scenario "
+                "scenarios/nccl/dgx-h100.toml --max-error 5 --report validation.html"});
   validate_cmd
       ->add_option("--fidelity", measured.fidelity,
                    "packet, flow or hybrid (overrides the scenario)")
@@ -556,12 +620,26 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       "diagnose", "Name the bottleneck layer from a cluster's (or a simulation's) measurements");
   diagnose_cmd->add_option("--scenario", measured.scenario,
                            "Scenario of the cluster, for its NVLink and link rates (optional)");
+  add_examples(*diagnose_cmd, {kMeasure,
+                               "fabricsim diagnose --measurements meas --scenario "
+                               "scenarios/nccl/dgx-h100.toml"});
+
+  CLI::App* man_cmd =
+      app.add_subcommand("man", "Print the manual page (roff), generated from every --help");
+  add_examples(*man_cmd, {"fabricsim man > fabricsim.1"});
+  std::string shell;
+  CLI::App* completion_cmd =
+      app.add_subcommand("completion", "Print a shell completion script for fabricsim");
+  completion_cmd->add_option("shell", shell, "The shell: bash")
+      ->required()
+      ->check(CLI::IsMember({"bash"}));
+  add_examples(*completion_cmd, {"fabricsim completion bash > fabricsim.bash"});
 
   std::vector<std::string> argv_storage{"fabricsim"};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_storage) argv.push_back(a.data());
-  if (const auto unknown = unknown_command(app, args)) {
+  if (auto unknown = unknown_command(app, args); unknown || (unknown = unknown_option(app, args))) {
     err << "fabricsim: error: " << *unknown << '\n';
     return kExitUsage;
   }
@@ -579,7 +657,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (*check) {
       // What `run` would refuse before simulating, `check` refuses: the scenario, its fabric
       // (built), the preflight estimates, and every point of its [sweep].
-      const Scenario s = check_args.load();
+      const Scenario s = check_args.load(err);
       {
         const BuiltCluster cluster(s);
         preflight(s, cluster, force);
@@ -610,15 +688,23 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return kExitOk;
     }
     if (*topo) return run_topo(topo_args, out, err);
+    if (*man_cmd) {
+      out << man_page(app, kVersion);
+      return kExitOk;
+    }
+    if (*completion_cmd) {
+      out << bash_completion(app);
+      return kExitOk;
+    }
     if (*calibrate_cmd) return run_calibrate(measured, out, err);
     if (*validate_cmd) return run_validate(measured, out, err);
     if (*diagnose_cmd) return run_diagnose(measured, out, err);
     if (app.got_subcommand("nccl-tests")) return run_nccl_tests_command(nccl_args, out, err);
-    if (app.got_subcommand("perftest")) return run_perftest_command(perftest_args, out);
+    if (app.got_subcommand("perftest")) return run_perftest_command(perftest_args, out, err);
     if (*compare) {
       const LoadOptions options = overridden(compare_overrides, compare_fidelity);
       std::vector<Scenario> scenarios;
-      for (const auto& f : compare_files) scenarios.push_back(load_scenario(f, options));
+      for (const auto& f : compare_files) scenarios.push_back(load_warned(f, options, err));
       for (std::size_t i = 0; i < scenarios.size(); ++i)
         if (!scenarios[i].has_traffic && !scenarios[i].has_workload) {
           err << "fabricsim: error: " << compare_files[i]
@@ -655,7 +741,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const auto axes = no_sweep ? std::vector<SweepAxis>{} : sweep_axes(run_args.file, sweeps);
     if (!axes.empty()) {
       const std::vector<std::string> base = run_args.all_overrides();
-      const Scenario first = run_args.load();
+      const Scenario first = run_args.load(err);
       const std::filesystem::path dir =
           out_dir.empty() ? std::filesystem::path("results") / (first.name + "-sweep")
                           : std::filesystem::path(out_dir);
@@ -671,7 +757,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return write_sweep_summary(dir, points, outcome, quiet ? discard : out, err);
     }
     if (mpi_rank() > 0) return kExitOk;  // under mpirun without a sweep: rank 0 runs it
-    const Scenario s = run_args.load();
+    const Scenario s = run_args.load(err);
     if (!trace_file.empty() && !s.has_workload) {
       err << "fabricsim: error: --trace needs a scenario with a [workload]\n";
       return kExitUsage;

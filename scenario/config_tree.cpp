@@ -244,20 +244,31 @@ void ConfigDocument::merge_file(const fs::path& file, std::vector<fs::path>& cha
   const toml::table& table = *documents_.back();
   chain.push_back(canonical);
   if (const toml::node* ext = table.get("extends")) {
-    const auto* base = ext->as_string();
-    if (base == nullptr)
-      throw ConfigError(
-          {fmt::format("{}: extends: expected a file name such as \"base.toml\", got {}",
-                       where(ext), describe(*ext))});
-    const fs::path base_file = file.parent_path() / base->get();
-    try {
-      merge_file(base_file, chain, into);
-    } catch (const ConfigError& e) {
-      // An error about the base file as a whole (missing, too large, a cycle) is positioned
-      // at the `extends` that names it; errors inside it carry their own position.
-      if (e.messages().size() != 1 || !e.messages().front().starts_with(base_file.string() + ": "))
-        throw;
-      throw ConfigError({fmt::format("{}: extends: {}", where(ext), e.messages().front())});
+    // One base file, or a list applied in order: each later file (and this one last) sets
+    // what it names over what came before.
+    std::vector<const toml::node*> bases;
+    if (const auto* list = ext->as_array()) {
+      for (const toml::node& b : *list) bases.push_back(&b);
+    } else {
+      bases.push_back(ext);
+    }
+    for (const toml::node* b : bases) {
+      const auto* base = b->as_string();
+      if (base == nullptr)
+        throw ConfigError({fmt::format(
+            "{}: extends: expected a file name such as \"base.toml\" or a list of them, got {}",
+            where(b), describe(*b))});
+      const fs::path base_file = file.parent_path() / base->get();
+      try {
+        merge_file(base_file, chain, into);
+      } catch (const ConfigError& e) {
+        // An error about the base file as a whole (missing, too large, a cycle) is positioned
+        // at the `extends` that names it; errors inside it carry their own position.
+        if (e.messages().size() != 1 ||
+            !e.messages().front().starts_with(base_file.string() + ": "))
+          throw;
+        throw ConfigError({fmt::format("{}: extends: {}", where(b), e.messages().front())});
+      }
     }
   }
   chain.pop_back();
@@ -394,8 +405,12 @@ std::string ConfigReader::position(std::string_view key) const {
   return origin_;
 }
 
-void ConfigReader::error(std::string_view key, std::string_view message) {
-  errors_.push_back(fmt::format("{}: {}: {}", position(key), key_path(key), message));
+void ConfigReader::error(std::string_view key, std::string_view text) {
+  errors_.push_back(message(key, text));
+}
+
+std::string ConfigReader::message(std::string_view key, std::string_view text) const {
+  return fmt::format("{}: {}: {}", position(key), key_path(key), text);
 }
 
 std::string ConfigReader::string(std::string_view key, std::optional<std::string> fallback) {

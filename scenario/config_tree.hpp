@@ -136,6 +136,8 @@ class ConfigReader {
   void finish();
   // Adds an error about `key` of this table (positioned at the key's value when present).
   void error(std::string_view key, std::string_view message);
+  // "file:line:column: table.key: text", as an error about `key` reads (for warnings).
+  std::string message(std::string_view key, std::string_view text) const;
   bool has(std::string_view key) const;
   // Problems found so far (this reader's and every other one's of the scenario).
   std::size_t error_count() const { return errors_.size(); }

@@ -692,6 +692,14 @@ void read_workload(Keys& w, Scenario& s) {
   const std::int64_t derived_tokens = seq * mbs * k.micro_batches * replicas;
   k.tokens_per_step = static_cast<std::uint64_t>(w.integer(
       "tokens_per_step", seq > 0 ? std::optional<std::int64_t>(derived_tokens) : std::nullopt));
+  if (seq > 0 && w.has("tokens_per_step") &&
+      k.tokens_per_step != static_cast<std::uint64_t>(derived_tokens))
+    s.warnings.push_back(w.reader().message(
+        "tokens_per_step",
+        fmt::format("{} set by hand contradicts the shape: micro_batches × micro_batch_size × "
+                    "sequence_length × data-parallel replicas = {} × {} × {} × {} = {}; the "
+                    "value set by hand is used",
+                    k.tokens_per_step, k.micro_batches, mbs, seq, replicas, derived_tokens)));
   const std::int64_t derived_pp = hidden > 0 ? seq * mbs * hidden * element / gpus : 0;
   k.pp_bytes = static_cast<std::uint64_t>(w.bytes("pp_bytes", Bytes(derived_pp)).count());
   if (const auto tflops = w.optional_real("sustained_tflops")) {

@@ -54,6 +54,9 @@ struct Scenario {
   // What the case a scenario replays reported, by metric name ([expected]), for the report.
   std::vector<std::pair<std::string, double>> expected;
   std::vector<std::string> notes;  // [expected] notes: what the report must say about the case
+  // Things the loader accepted but the user should hear about (a value set by hand that
+  // contradicts the one the scenario's other keys derive), "file:line:column: key: text".
+  std::vector<std::string> warnings;
   // [study]: collectives measured nccl-tests style on the same fabric, and the topology's
   // counts and cost, reported with a [workload] run (buying studies).
   std::vector<Bytes> study_sizes;

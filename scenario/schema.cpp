@@ -176,8 +176,9 @@ void add_top_and_simulation(std::vector<KeySpec>& k) {
   k.push_back({.path = "extends",
                .type = T::kFile,
                .presence = P::kOptional,
-               .doc = "base scenario file, relative to this one (at most 64 MiB, like every input "
-                      "file)"});
+               .doc = "base scenario file, relative to this one, or a list of them applied in "
+                      "order (each later file, and this one last, sets what it names over what "
+                      "came before); at most 64 MiB each, like every input file"});
 
   k.push_back({.path = "simulation.stop_time",
                .type = T::kTime,

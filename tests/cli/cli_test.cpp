@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "experiments/sweep.hpp"
+#include "fabricsim/revision.hpp"
 #include "fabricsim/version.hpp"
 #include "scenario/schema.hpp"
 #include "tests/support/cli_run.hpp"
@@ -26,7 +27,8 @@ using namespace fabricsim::tests;
 TEST(Cli, VersionAndHelpExitZero) {
   const Outcome v = cli({"--version"});
   EXPECT_EQ(v.code, 0);
-  EXPECT_EQ(v.out, std::string("fabricsim ") + kVersion + "\n");
+  EXPECT_EQ(v.out, fmt::format("fabricsim {} (git {})\n", kVersion, kRevision));
+  EXPECT_NE(std::string(kRevision), "");
   EXPECT_EQ(cli({"run", "--help"}).code, 0);
   EXPECT_EQ(cli({"check", "--help"}).code, 0);
 }
@@ -580,4 +582,83 @@ TEST(Seeds, NcclTestsAveragesTimeOverSeedsAsSeparateRunsWould) {
   EXPECT_NE(text.out.find("# fabricsim: times are means over seeds 1 to 4"), std::string::npos)
       << text.out;
   fs::remove_all(dir);
+}
+
+TEST(Cli, MistypedOptionsGetTheNearestOptionOfTheirCommand) {
+  const Outcome run = cli({"run", kSource + "/scenarios/default.toml", "--fidelty", "flow"});
+  EXPECT_EQ(run.code, 2);
+  EXPECT_EQ(run.err,
+            "fabricsim: error: run: unknown option '--fidelty'; did you mean '--fidelity'?\n");
+  const Outcome nccl = cli({"nccl-tests", "all_reduce_perf", "--scenario",
+                            kSource + "/scenarios/nccl/dgx-h100.toml", "--maxbyte=1M"});
+  EXPECT_EQ(nccl.code, 2);
+  EXPECT_NE(nccl.err.find("unknown option '--maxbyte'; did you mean '--maxbytes'?"),
+            std::string::npos)
+      << nccl.err;
+  // Nothing near: the command's help is named instead.
+  const Outcome far = cli({"schema", "--frobnicate-everything"});
+  EXPECT_EQ(far.code, 2);
+  EXPECT_NE(far.err.find("(see `fabricsim schema --help`)"), std::string::npos) << far.err;
+}
+
+TEST(Cli, StopTimeFlagIsTheScenarioKey) {
+  const fs::path dir = temp_dir("stop_time");
+  const std::string s = kSource + "/scenarios/default.toml";
+  ASSERT_EQ(cli({"run", s, "--stop-time", "300us", "--quiet", "--out", (dir / "a").string()}).code,
+            0);
+  ASSERT_EQ(cli({"run", s, "--set", "simulation.stop_time=300us", "--quiet", "--out",
+                 (dir / "b").string()})
+                .code,
+            0);
+  const std::string a = read(dir / "a" / "results.json");
+  EXPECT_EQ(a, read(dir / "b" / "results.json"));
+  EXPECT_NE(a.find("\"stop_time\""), std::string::npos);
+  // The default scenario's incast takes 1.37 ms: stopped at 300 us it has not finished.
+  const std::string full = read(dir / "a" / "results.json");
+  ASSERT_EQ(cli({"run", s, "--quiet", "--out", (dir / "c").string()}).code, 0);
+  EXPECT_NE(full, read(dir / "c" / "results.json"));
+  EXPECT_EQ(cli({"run", s, "--stop-time", "soon"}).code, 2);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, ManPageAndCompletionCoverEveryCommandAndOption) {
+  const Outcome man = cli({"man"});
+  const Outcome bash = cli({"completion", "bash"});
+  ASSERT_EQ(man.code, 0);
+  ASSERT_EQ(bash.code, 0);
+  EXPECT_EQ(man.out.rfind(".TH FABRICSIM 1", 0), 0u);
+  const Outcome help = cli({"--help"});
+  std::istringstream in(help.out.substr(help.out.find("Subcommands:")));
+  std::string line;
+  std::getline(in, line);
+  int commands = 0;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string name;
+    if (!(words >> name)) continue;
+    ++commands;
+    EXPECT_NE(man.out.find(".SS " + (name == "nccl-tests" ? std::string("nccl\\-tests") : name)),
+              std::string::npos)
+        << name;
+    EXPECT_NE(bash.out.find("    " + name + ") opts=\""), std::string::npos) << name;
+    // Every option the command's --help lists is in its completion line and in the man page.
+    const Outcome sub = cli({name, "--help"});
+    const auto opts_at = bash.out.find("    " + name + ") opts=\"");
+    const std::string opts = bash.out.substr(opts_at, bash.out.find('\n', opts_at) - opts_at);
+    std::istringstream help_lines(sub.out);
+    std::string h;
+    while (std::getline(help_lines, h)) {
+      const auto at = h.find("--");
+      if (!h.starts_with("  -") || at == std::string::npos) continue;
+      const std::string opt = h.substr(at, h.find_first_of(" ,", at) - at);
+      EXPECT_NE(opts.find(" " + opt), std::string::npos) << name << " " << opt;
+      std::string roff_opt;
+      for (char c : opt) roff_opt += c == '-' ? std::string("\\-") : std::string(1, c);
+      EXPECT_NE(man.out.find(roff_opt), std::string::npos) << name << " " << opt;
+    }
+    const auto examples = sub.out.find("\nExamples:\n  ");
+    ASSERT_NE(examples, std::string::npos) << name;
+    EXPECT_NE(sub.out.find("fabricsim " + name + " ", examples), std::string::npos) << name;
+  }
+  EXPECT_GE(commands, 12);
 }

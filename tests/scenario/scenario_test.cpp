@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -165,4 +167,85 @@ TEST(Scenario, NcclTableSetsTheEnvironmentAndATopologyFileMakesRingsLeafAware) {
   ASSERT_EQ(errors.size(), 2u);
   EXPECT_NE(errors[0].find("NCCL_PROTO"), std::string::npos) << errors[0];
   EXPECT_NE(errors[1].find("NCCL_TOPO_FILE"), std::string::npos) << errors[1];
+}
+
+namespace {
+
+// A scratch folder of scenario files for one test.
+struct ScenarioFiles {
+  std::filesystem::path dir;
+  explicit ScenarioFiles(const std::string& name)
+      : dir(std::filesystem::temp_directory_path() /
+            ("fabricsim_scenario_" + name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  ~ScenarioFiles() { std::filesystem::remove_all(dir); }
+  std::string write(const std::string& file, const std::string& text) const {
+    std::ofstream(dir / file) << text;
+    return (dir / file).string();
+  }
+};
+
+}  // namespace
+
+TEST(Scenario, ExtendsTakesAListAppliedInOrderWithTheFileItselfLast) {
+  const ScenarioFiles f("extends_list");
+  f.write("fabric.toml",
+          "[fabric]\nhosts = 4\nlink_rate = \"100Gbps\"\n[switch]\nbuffer = \"2MiB\"\n");
+  f.write("bigger.toml", "[fabric]\nhosts = 6\n[nic]\nmtu = \"1KiB\"\n");
+  f.write("traffic.toml", "[traffic]\npattern = \"permutation\"\nmessage_size = \"64KiB\"\n");
+  const std::string child =
+      f.write("child.toml",
+              "extends = [\"fabric.toml\", \"bigger.toml\", \"traffic.toml\"]\nname = \"listed\"\n"
+              "[nic]\nmtu = \"2KiB\"\n");
+  const Scenario s = load_scenario(child);
+  EXPECT_EQ(s.name, "listed");
+  EXPECT_EQ(s.cluster.hosts, 6u);                   // bigger.toml over fabric.toml
+  EXPECT_EQ(s.cluster.fabric.link_rate, 100_Gbps);  // only fabric.toml sets it
+  EXPECT_EQ(s.network.buffer.buffer, 2_MiB);        // only fabric.toml
+  EXPECT_EQ(s.traffic.message_size, 64_KiB);        // traffic.toml
+  EXPECT_EQ(s.network.nic.format.mtu, 2_KiB);       // the file itself last
+  // The other order: fabric.toml's 4 hosts win over bigger.toml's 6.
+  const std::string reversed =
+      f.write("reversed.toml", "extends = [\"bigger.toml\", \"fabric.toml\", \"traffic.toml\"]\n");
+  EXPECT_EQ(load_scenario(reversed).cluster.hosts, 4u);
+  // A list element that is not a file name, and a missing one, are errors at that element.
+  const std::string bad = f.write("bad.toml", "extends = [\"fabric.toml\", 7]\n");
+  const auto errors = errors_of([&] { load_scenario(bad); });
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rfind(bad + ":1:27: extends: expected a file name", 0), 0u) << errors[0];
+  const std::string missing = f.write("missing.toml", "extends = [\"fabric.toml\", \"no.toml\"]\n");
+  const auto gone = errors_of([&] { load_scenario(missing); });
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].rfind(missing + ":1:27: extends: ", 0), 0u) << gone[0];
+  // A cycle through a list is still a cycle.
+  f.write("loop.toml", "extends = [\"fabric.toml\", \"loop2.toml\"]\n");
+  f.write("loop2.toml", "extends = \"loop.toml\"\n");
+  const auto cycle = errors_of([&] { load_scenario((f.dir / "loop.toml").string()); });
+  ASSERT_EQ(cycle.size(), 1u);
+  EXPECT_NE(cycle[0].find("makes a cycle"), std::string::npos) << cycle[0];
+}
+
+TEST(Scenario, ATokenCountSetByHandThatContradictsTheShapeIsAWarning) {
+  const ScenarioFiles f("tokens");
+  const std::string base =
+      "name = \"w\"\nfidelity = \"flow\"\n[server]\npreset = \"dgx-a100\"\ncount = 2\n[fabric]\n"
+      "kind = \"star\"\nlink_rate = \"100Gbps\"\n[workload]\nforward_time = \"10ms\"\n"
+      "backward_time = \"20ms\"\ngradient_bytes = \"32MiB\"\nsequence_length = 2048\n"
+      "micro_batches = 4\n";
+  // 4 micro-batches x 1 sequence x 2048 tokens x 2 replicas = 16,384 tokens per step.
+  EXPECT_EQ(load_scenario(f.write("derived.toml", base)).workload.tokens_per_step, 16384u);
+  EXPECT_TRUE(load_scenario(f.write("derived.toml", base)).warnings.empty());
+  EXPECT_TRUE(
+      load_scenario(f.write("agrees.toml", base + "tokens_per_step = 16384\n")).warnings.empty());
+  const std::string file = f.write("contradicts.toml", base + "tokens_per_step = 1000\n");
+  const Scenario s = load_scenario(file);
+  EXPECT_EQ(s.workload.tokens_per_step, 1000u);  // what the user wrote is used
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0], file +
+                               ":15:19: workload.tokens_per_step: 1000 set by hand contradicts "
+                               "the shape: micro_batches × micro_batch_size × sequence_length × "
+                               "data-parallel replicas = 4 × 1 × 2048 × 2 = 16384; the value set "
+                               "by hand is used");
 }
