@@ -550,8 +550,11 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   unsigned compare_jobs = std::max(1u, std::thread::hardware_concurrency());
   compare->add_option("--jobs,-j", compare_jobs, "Scenarios run at once (default: the cores)")
       ->check(CLI::Range(1u, 1024u));
-  std::string compare_html;
+  std::string compare_html, compare_csv;
   compare->add_option("--html", compare_html, "Also write the comparison as an HTML report");
+  compare->add_option("--csv", compare_csv,
+                      "Also write the metrics in long form (scenario, fidelity, metric, value, "
+                      "expected: one row each) to FILE, for notebooks");
   compare->add_flag("--force", force, kForceHelp);
   int compare_seeds = 0;
   compare
@@ -560,7 +563,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
                    "scenario's simulation.seeds)")
       ->check(CLI::Range(1, 1000));
   add_examples(*compare, {"fabricsim compare scenarios/case-study-32gpu/before.toml "
-                          "scenarios/case-study-32gpu/after.toml --html case.html",
+                          "scenarios/case-study-32gpu/after.toml --html case.html --csv case.csv",
                           "fabricsim compare scenarios/fat-tree-256/ib-ndr-full-rail.toml "
                           "scenarios/fat-tree-256/ib-ndr-2to1-rail.toml -j 2"});
 
@@ -736,6 +739,7 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       }
       if (!compare_html.empty())
         write_file_atomically(compare_html, html_report(scenarios, results));
+      if (!compare_csv.empty()) write_file_atomically(compare_csv, long_csv(scenarios, results));
       return kExitOk;
     }
     const auto axes = no_sweep ? std::vector<SweepAxis>{} : sweep_axes(run_args.file, sweeps);
@@ -754,7 +758,9 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
           },
           err);
       if (!outcome.reporting) return kExitOk;
-      return write_sweep_summary(dir, points, outcome, quiet ? discard : out, err);
+      std::vector<std::string> axis_keys;
+      for (const auto& a : axes) axis_keys.push_back(a.key);
+      return write_sweep_summary(dir, points, axis_keys, outcome, quiet ? discard : out, err);
     }
     if (mpi_rank() > 0) return kExitOk;  // under mpirun without a sweep: rank 0 runs it
     const Scenario s = run_args.load(err);

@@ -66,8 +66,21 @@ std::string seeds_report(const SeedsResult& seeds) {
 
 std::string results_json(const Scenario& scenario, const RunResult& result,
                          const SeedsResult* seeds) {
-  toml::table metrics;
-  for (const auto& m : result.metrics) metrics.insert_or_assign(m.name, m.value);
+  // Everything the text report's metric table shows: value, unit and, where the scenario
+  // replays a case ([expected]), the case's value beside the model's.
+  toml::table metrics, units, expected;
+  for (const auto& m : result.metrics) {
+    metrics.insert_or_assign(m.name, m.value);
+    if (!m.unit.empty()) units.insert_or_assign(m.name, m.unit);
+    for (const auto& [key, value] : scenario.expected)
+      if (key == m.name) {
+        toml::table row{{"case", value}};
+        if (value != 0) row.insert_or_assign("model_over_case", m.value / value);
+        expected.insert_or_assign(m.name, std::move(row));
+      }
+  }
+  toml::array notes;
+  for (const auto& n : scenario.notes) notes.push_back(n);
   toml::table counters;
   for (const auto& [name, value] : result.counters)
     counters.insert_or_assign(name, static_cast<std::int64_t>(value));
@@ -114,8 +127,12 @@ std::string results_json(const Scenario& scenario, const RunResult& result,
       {"events", static_cast<std::int64_t>(result.events)},
       {"errors", errors},
       {"bottlenecks", std::move(bottlenecks)},
+      {"bounded_by", result.bottlenecks.empty() ? std::string() : result.bottlenecks.front().layer},
       {"congestion_by_tier", std::move(congestion)},
       {"metrics", std::move(metrics)},
+      {"metric_units", std::move(units)},
+      {"expected", std::move(expected)},
+      {"notes", std::move(notes)},
       {"counters", std::move(counters)},
       {"timeseries", toml::table{{"file", result.series_names.empty() ? "" : "timeseries.csv"},
                                  {"series", std::move(series)}}},
@@ -443,8 +460,57 @@ std::string topology_dot(const Topology& topology) {
   return out.str();
 }
 
+namespace {
+
+// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out;
+  out.push_back('"');
+  for (char c : text) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+// The value `point` runs with for `key` (a swept key), as the resolved scenario holds it:
+// strings as written ("1MiB"), other values in TOML ("4", "true"); "" when the key is not set.
+std::string resolved_value(const Scenario& point, const std::string& key) {
+  const toml::node_view<const toml::node> node = point.resolved.at_path(key);
+  if (!node) return "";
+  if (const auto* text = node.as_string()) return text->get();
+  std::ostringstream out;
+  out << toml::toml_formatter(*node.node());
+  return out.str();
+}
+
+}  // namespace
+
+std::string long_csv(const std::vector<Scenario>& scenarios, const std::vector<RunResult>& results,
+                     const std::vector<std::string>& axis_keys) {
+  std::string out = "scenario,fidelity";
+  for (const auto& k : axis_keys) out += fmt::format(",{}", csv_field(k));
+  out += ",metric,value,expected\n";
+  for (std::size_t c = 0; c < scenarios.size() && c < results.size(); ++c) {
+    std::string prefix =
+        fmt::format("{},{}", csv_field(scenarios[c].name), to_string(scenarios[c].fidelity));
+    for (const auto& k : axis_keys)
+      prefix += fmt::format(",{}", csv_field(resolved_value(scenarios[c], k)));
+    for (const auto& m : results[c].metrics) {
+      std::string expected;
+      for (const auto& [key, value] : scenarios[c].expected)
+        if (key == m.name) expected = fmt::format("{}", value);
+      out += fmt::format("{},{},{},{}\n", prefix, csv_field(m.name), m.value, expected);
+    }
+  }
+  return out;
+}
+
 int write_sweep_summary(const std::filesystem::path& out_dir,
-                        const std::vector<Scenario>& scenarios, const SweepOutcome& outcome,
+                        const std::vector<Scenario>& scenarios,
+                        const std::vector<std::string>& axis_keys, const SweepOutcome& outcome,
                         std::ostream& out, std::ostream& err) {
   const auto& results = outcome.results;
   const auto& failures = outcome.failures;
@@ -465,9 +531,12 @@ int write_sweep_summary(const std::filesystem::path& out_dir,
   std::error_code ec;
   if (code != 0) {
     std::filesystem::remove(out_dir / "summary.txt", ec);
+    std::filesystem::remove(out_dir / "summary.csv", ec);
     summary = "INCOMPLETE: some points failed; their columns are empty\n" + summary;
   }
-  write_file_atomically(out_dir / (code == 0 ? "summary.txt" : "summary-incomplete.txt"), summary);
+  const std::string stem = code == 0 ? "summary" : "summary-incomplete";
+  write_file_atomically(out_dir / (stem + ".csv"), long_csv(scenarios, results, axis_keys));
+  write_file_atomically(out_dir / (stem + ".txt"), summary);
   out << summary;
   return code;
 }

@@ -37,6 +37,14 @@ std::vector<std::string> metric_names(const std::vector<RunResult>& results);
 std::string compare_report(const std::vector<Scenario>& scenarios,
                            const std::vector<RunResult>& results);
 
+// The same metrics in long form, for notebooks (pandas.read_csv, R's read.csv): one row per
+// scenario (or sweep point) and metric, with `axis_keys` (the swept keys) as columns holding
+// each point's value of them, and the replayed case's value where [expected] gives one:
+//   scenario,fidelity,<axis keys...>,metric,value,expected
+// Values are written as the shortest decimal that reads back to the same double.
+std::string long_csv(const std::vector<Scenario>& scenarios, const std::vector<RunResult>& results,
+                     const std::vector<std::string>& axis_keys = {});
+
 // `fabricsim topo`: the summary as text and JSON, and the graph for Graphviz.
 std::string topology_report(const Scenario& scenario, const TopologySummary& summary);
 std::string topology_json(const Scenario& scenario, const TopologySummary& summary);
@@ -46,11 +54,13 @@ std::string topology_dot(const Topology& topology);
 void write_results(const std::filesystem::path& dir, const Scenario& scenario,
                    const RunResult& result, const SeedsResult* seeds = nullptr);
 // The sweep's summary (compare_report of the points, then each point's folder and whether it
-// failed), printed on `out` and written to OUT/summary.txt, or to OUT/summary-incomplete.txt
-// (removing an older summary.txt) when a point failed, each failure also on `err`. Returns the
-// exit code: 0, or 1 when a point failed.
+// failed), printed on `out` and written to OUT/summary.txt with its long form OUT/summary.csv
+// (long_csv, a column per swept key), or to OUT/summary-incomplete.txt and .csv (removing an
+// older summary.txt and .csv) when a point failed, each failure also on `err`. Returns the exit
+// code: 0, or 1 when a point failed.
 int write_sweep_summary(const std::filesystem::path& out_dir, const std::vector<Scenario>& points,
-                        const SweepOutcome& outcome, std::ostream& out, std::ostream& err);
+                        const std::vector<std::string>& axis_keys, const SweepOutcome& outcome,
+                        std::ostream& out, std::ostream& err);
 // Writes `content` to `file` through a temporary file and a rename.
 void write_file_atomically(const std::filesystem::path& file, const std::string& content);
 

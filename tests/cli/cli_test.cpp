@@ -354,6 +354,30 @@ TEST(Sweep, RunsEveryPointInParallelAndEachEqualsItsSingleRun) {
             std::string::npos)
       << o.out;
   EXPECT_EQ(read(dir / "summary.txt"), o.out);
+  // The long form: a column per swept key, one row per point and metric, each value the one in
+  // that point's results.json (both written as the shortest decimal that reads back exactly).
+  const std::string csv = read(dir / "summary.csv");
+  EXPECT_EQ(csv.rfind("scenario,fidelity,switch.buffer,switch.pfc,traffic.message_size,metric,"
+                      "value,expected\n",
+                      0),
+            0u)
+      << csv.substr(0, 200);
+  const std::string point5 = read(dir / "point-005" / "results.json");
+  const auto at = point5.find("\"aggregate_goodput_gbps\" : ", point5.find("\"metrics\" : {"));
+  ASSERT_NE(at, std::string::npos);
+  const double goodput = std::stod(point5.substr(at + 27));
+  EXPECT_NE(csv.find(fmt::format("switch.buffer=2MiB switch.pfc=true traffic.message_size=256KiB,"
+                                 "packet,2MiB,true,256KiB,aggregate_goodput_gbps,{},\n",
+                                 goodput)),
+            std::string::npos)
+      << csv;
+  std::size_t rows = 0, metrics = 0;
+  for (char c : csv) rows += c == '\n';
+  const auto metrics_at = point5.find("\"metrics\" : {");
+  const std::string block = point5.substr(metrics_at, point5.find('}', metrics_at) - metrics_at);
+  for (auto p = block.find(" : ", 12); p != std::string::npos; p = block.find(" : ", p + 1))
+    ++metrics;
+  EXPECT_EQ(rows, 1 + 8 * metrics);
   // A point's results are those of the scenario run alone with the same overrides.
   const fs::path single = temp_dir("sweep_single");
   ASSERT_EQ(cli({"run", kSource + "/tests/data/sweep.toml", "--set", "switch.buffer=2MiB", "--set",
@@ -541,8 +565,17 @@ TEST(Compare, ScenariosRunInParallelGiveTheTableOfRunningThemOneByOne) {
   flow.insert(0, "fidelity = \"flow\"\n");
   const std::string c = write_scenario(dir, "c.toml", flow);
   const Outcome serial = cli({"compare", a, b, c, "-j", "1"});
-  const Outcome parallel = cli({"compare", a, b, c, "-j", "3"});
+  const Outcome parallel =
+      cli({"compare", a, b, c, "-j", "3", "--csv", (dir / "compare.csv").string()});
   ASSERT_EQ(serial.code, 0) << serial.err;
+  // The long form has each scenario's every metric, at its level, the value the table shows.
+  const std::string csv = read(dir / "compare.csv");
+  EXPECT_EQ(csv.rfind("scenario,fidelity,metric,value,expected\n", 0), 0u);
+  std::size_t flow_rows = 0;
+  for (auto at = csv.find(",flow,"); at != std::string::npos; at = csv.find(",flow,", at + 1))
+    ++flow_rows;
+  EXPECT_GT(flow_rows, 5u);
+  EXPECT_NE(csv.find(",packet,messages_total,"), std::string::npos);
   ASSERT_EQ(parallel.code, 0) << parallel.err;
   EXPECT_EQ(serial.out, parallel.out);
   EXPECT_NE(serial.out.find("\nfidelity "), std::string::npos) << serial.out;
