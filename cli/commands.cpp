@@ -804,6 +804,8 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
       wall_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
       if (progress) progress->finish();
+    } catch (const ConfigError&) {
+      throw;  // an input error found once the fabric is built (simulation.timeseries): exit 2
     } catch (const std::exception& e) {
       err << "fabricsim: simulation failed: " << e.what() << '\n';
       return kExitFailure;

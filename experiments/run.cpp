@@ -186,6 +186,26 @@ LogSummary summarise(const MessageLog& messages) {
 
 }  // namespace
 
+std::unique_ptr<GaugeSampler> record_timeseries(Simulation& sim, const Scenario& scenario) {
+  const auto& patterns = scenario.simulation.timeseries;
+  if (!patterns.empty()) {
+    std::vector<std::string> names, errors;
+    for (const auto& p : patterns) {
+      if (!sim.probes().gauges_matching({p}).empty()) continue;
+      if (names.empty()) names = sim.probes().gauge_names();
+      const auto at = scenario.positions.find("simulation.timeseries");
+      const auto near = nearest_keys(p, names, 5);
+      errors.push_back(fmt::format(
+          "{}simulation.timeseries: \"{}\" matches no gauge of this {}-level run{}",
+          at != scenario.positions.end() ? at->second + ": " : "", p, to_string(scenario.fidelity),
+          near.empty() ? std::string(" (it has none)")
+                       : fmt::format("; nearest: {}", fmt::join(near, ", "))));
+    }
+    if (!errors.empty()) throw ConfigError(std::move(errors));
+  }
+  return std::make_unique<GaugeSampler>(sim, patterns, scenario.simulation.sample_interval);
+}
+
 RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster, ProgressFn progress) {
   if (!scenario.has_traffic)
     throw std::invalid_argument(
@@ -196,7 +216,7 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster, Pr
       scenario.traffic, static_cast<std::uint32_t>(cluster.topology.endpoints().size()),
       sim.rng()));
   fabric->start_messages();
-  GaugeSampler sampler(sim, scenario.simulation.timeseries, scenario.simulation.sample_interval);
+  const std::unique_ptr<GaugeSampler> sampler = record_timeseries(sim, scenario);
   fabric->watch({.check_interval = scenario.simulation.deadlock_check_interval,
                  .no_progress_timeout = scenario.simulation.no_progress_timeout});
   // The pattern's messages are all in the log before the run; both levels count the payload
@@ -235,9 +255,9 @@ RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster, Pr
   r.congestion = congestion_by_tier(*fabric, r.bottleneck_span, r.counters);
   if (scenario.fidelity != Fidelity::kFlow)
     for (auto& m : congestion_metrics(r.congestion)) r.metrics.push_back(std::move(m));
-  r.series_names = sampler.names();
-  r.series_times = sampler.times();
-  r.series_values = sampler.values();
+  r.series_names = sampler->names();
+  r.series_times = sampler->times();
+  r.series_values = sampler->values();
   return r;
 }
 

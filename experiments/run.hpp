@@ -76,6 +76,12 @@ CommunicatorOptions communicator_options(const Scenario& scenario);
 std::unique_ptr<Fabric> make_fabric(Simulation& sim, const Scenario& scenario,
                                     const BuiltCluster& cluster);
 
+// Samples the gauges `simulation.timeseries` selects, from now on (call it once the fabric and
+// the models are built: they register the gauges). A pattern that matches no gauge of this run
+// is a ConfigError at the key's position naming the nearest gauges there are (at packet level
+// queues, pause states and DCQCN rates; at flow level each link's `utilization`).
+std::unique_ptr<GaugeSampler> record_timeseries(Simulation& sim, const Scenario& scenario);
+
 // A metric over several seeds (ECMP hashing, start jitter and ECN marking draw on the seed).
 struct SeedSpread {
   std::string name, unit;

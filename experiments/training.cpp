@@ -23,10 +23,13 @@ struct TrainingRun {
   std::uint64_t events = 0;
   std::uint64_t fingerprint = 0;
   int channels = 0;
+  std::vector<std::string> series_names;
+  std::vector<Time> series_times;
+  std::vector<std::vector<double>> series_values;
 };
 
 TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const WorkloadSpec& spec,
-                     ProgressFn progress, std::string phase, bool trace) {
+                     ProgressFn progress, std::string phase, bool trace, bool sample) {
   Simulation sim(s.seed);
   const std::unique_ptr<Fabric> fabric = make_fabric(sim, s, cluster);
   CollectiveEngine engine(sim, *fabric, s.gpu, s.nccl, s.execution);
@@ -73,6 +76,9 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
       comms.dp.front().empty() ? comms.tp.front() : comms.dp.front().front();
   WorkloadDriver driver(sim, engine, spec, std::move(comms), speed);
   if (trace) driver.enable_trace();
+  // The training step's own gauges (not those of the one-server run the efficiency needs).
+  std::unique_ptr<GaugeSampler> sampler;
+  if (sample) sampler = record_timeseries(sim, s);
   driver.start();
   ProgressWatch watch(
       sim, std::move(progress), [&driver] { return driver.fraction_done(); }, std::move(phase));
@@ -90,6 +96,11 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   r.events = sim.events_processed();
   r.fingerprint = sim.fingerprint();
   r.channels = engine.channels(dp_first);
+  if (sampler) {
+    r.series_names = sampler->names();
+    r.series_times = sampler->times();
+    r.series_values = sampler->values();
+  }
   for (const auto& c : sim.probes().counters())
     r.counters.emplace_back(std::string(c.name), c.value);
   for (const auto& e : fabric->errors())
@@ -117,7 +128,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, Pr
     throw std::invalid_argument("a [workload] needs a [server] model (GPUs to train on)");
   const bool study = !scenario.study_ops.empty();
   const TrainingRun full = simulate(scenario, cluster, scenario.workload, progress,
-                                    study ? "training step" : "", trace != nullptr);
+                                    study ? "training step" : "", trace != nullptr, true);
   if (trace != nullptr) *trace = full.workload.trace;
 
   // The same per-server work on one server alone: no gradient traffic across servers.
@@ -132,7 +143,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, Pr
   one.workload.pipeline_stages = 1;  // one server holds one stage's work
   const BuiltCluster single(one);
   const TrainingRun alone = simulate(one, single, one.workload, study ? progress : ProgressFn{},
-                                     "one server alone", false);
+                                     "one server alone", false, false);
 
   RunResult r;
   const WorkloadResult& w = full.workload;
@@ -149,6 +160,9 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, Pr
   r.counters = full.counters;
   r.bottlenecks = full.bottlenecks;
   r.congestion = full.congestion;
+  r.series_names = full.series_names;
+  r.series_times = full.series_times;
+  r.series_values = full.series_values;
   const double n = scenario.cluster.servers;
   const double dp_s = w.dp_active.seconds() / std::max(1, scenario.workload.pipeline_stages);
   // Bytes each NIC received from the network per step, from the hosts' NICs' counters (both

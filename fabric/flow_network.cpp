@@ -1,5 +1,7 @@
 #include "fabric/flow_network.hpp"
 
+#include <set>
+
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
@@ -78,6 +80,7 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
         gpus.at({n.server, n.index * gpus_per_server[n.server] / nics_per_server[n.server]}));
   }
   if (scope == FlowScope::kNvSwitchOnly) {
+    register_utilization_gauges(scope);
     sim.probes().set_refresher(this, [this] { refresh_counters(); });
     return;
   }
@@ -99,8 +102,55 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
     rx_payload_.push_back(&sim.probes().counter(g[nic].name + ".rx_payload_bytes"));
     rx_messages_.push_back(&sim.probes().counter(g[nic].name + ".rx_messages"));
   }
+  register_utilization_gauges(scope);
   // The links' tx_bytes are derived from the bytes each resource carried, when read.
   sim.probes().set_refresher(this, [this] { refresh_counters(); });
+}
+
+double FlowNetwork::utilization(MaxMinSolver::Res r) const {
+  return solver_.load(r) / solver_.capacity(r);
+}
+
+void FlowNetwork::register_utilization_gauges(FlowScope scope) {
+  // `<link>.utilization`: the share of the link direction's payload capacity its flows get at
+  // the sampling instant (0..1), named as the bottleneck table names the link. Every link of
+  // the scope is named now, so that simulation.timeseries can be checked before the run; the
+  // solver resource behind an in-server link is made when a route first uses it, and until
+  // then the link carries nothing (0).
+  auto& probes = sim_.probes();
+  const auto& g = topo_.graph();
+  for (const auto& [key, res] : port_res_)
+    probes.derived_gauge(res_info_[res].name + ".utilization",
+                         [this, res = res] { return utilization(res); });
+  const auto lookup = [this](const auto& map, auto key) {
+    return [this, &map, key] {
+      const auto it = map.find(key);
+      return it == map.end() ? 0.0 : utilization(it->second);
+    };
+  };
+  for (const Vertex gpu : gpus_)
+    for (const bool out : {true, false})
+      probes.derived_gauge(fmt::format("{}.nvlink_{}.utilization", g[gpu].name, out ? "out" : "in"),
+                           lookup(nvlink_res_, std::pair{gpu, out}));
+  if (scope == FlowScope::kNvSwitchOnly) return;
+  std::set<std::string> named;
+  for (auto [e, end] = boost::edges(g); e != end; ++e) {
+    const LinkInfo& link = g[*e];
+    for (const auto& [from, to] : {std::pair{boost::source(*e, g), boost::target(*e, g)},
+                                   std::pair{boost::target(*e, g), boost::source(*e, g)}}) {
+      if (g[from].kind == NodeKind::kSwitch) continue;  // a switch port, named above
+      if (link.kind == LinkKind::kNvLink &&
+          (g[from].kind == NodeKind::kNvSwitch || g[to].kind == NodeKind::kNvSwitch))
+        continue;  // the GPU's NVLink bundle, named above
+      const std::string name = link.kind == LinkKind::kNetwork
+                                   ? g[from].name + ".nic"
+                                   : fmt::format("{}>{}", g[from].name, g[to].name);
+      // Parallel edges (bonded cables named alike) share the first one's name, as in the
+      // bottleneck table.
+      if (named.insert(name).second)
+        probes.derived_gauge(name + ".utilization", lookup(link_res_, std::pair{&link, from}));
+    }
+  }
 }
 
 void FlowNetwork::name_resource(MaxMinSolver::Res r, std::string layer, std::string name,

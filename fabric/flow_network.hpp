@@ -105,6 +105,8 @@ class FlowNetwork final : public Fabric, public PipelinePort {
                                   std::string name = {});
   // A solver resource of this capacity (payload bytes per second), with its byte counter.
   MaxMinSolver::Res new_resource(double bytes_per_s);
+  double utilization(MaxMinSolver::Res r) const;
+  void register_utilization_gauges(FlowScope scope);
   // A message's first and last packet (or chunk, or flit): what a route's hops store and
   // forward before and after its bottleneck.
   struct Units {

@@ -362,6 +362,18 @@ std::optional<std::string> nearest_key(std::string_view key,
   return best;
 }
 
+std::vector<std::string> nearest_keys(std::string_view key, const std::vector<std::string>& known,
+                                      std::size_t count) {
+  std::vector<std::pair<std::size_t, std::size_t>> ranked;  // (distance, index)
+  for (std::size_t i = 0; i < known.size(); ++i)
+    ranked.emplace_back(edit_distance(key, known[i]), i);
+  std::stable_sort(ranked.begin(), ranked.end());
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < ranked.size() && i < count; ++i)
+    out.push_back(known[ranked[i].second]);
+  return out;
+}
+
 ConfigReader::ConfigReader(const ConfigNode* node, std::string path, std::string origin,
                            std::vector<std::string>& errors, toml::table& resolved,
                            std::map<std::string, std::string>& positions)

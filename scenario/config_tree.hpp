@@ -166,5 +166,9 @@ class ConfigReader {
 
 // The known key closest to `key` by edit distance, if close enough to be a likely typo.
 std::optional<std::string> nearest_key(std::string_view key, const std::vector<std::string>& known);
+// The `count` known keys closest to `key` by edit distance, closest first (ties in `known`'s
+// order), however far: for listing what there is when nothing matched.
+std::vector<std::string> nearest_keys(std::string_view key, const std::vector<std::string>& known,
+                                      std::size_t count);
 
 }  // namespace fabricsim

@@ -196,8 +196,13 @@ void add_top_and_simulation(std::vector<KeySpec>& k) {
   k.push_back({.path = "simulation.timeseries",
                .type = T::kStringList,
                .fallback = std::vector<std::string>{},
-               .doc = "glob patterns (`*`, `?`) of gauge names to record, e.g. "
-                      "`\"switch0.port*.queue_bytes\"`; needs `sample_interval`"});
+               .doc = "glob patterns (`*`, `?`) of gauge names to record, in `[traffic]` and "
+                      "`[workload]` runs alike, e.g. `\"switch0.port*.queue_bytes\"` (packet "
+                      "level: queues, `prio<p>_paused`, `qp<n>.rate_gbps`, switch "
+                      "`buffer_bytes`) or `\"*.nic.utilization\"` (flow level: each link's "
+                      "share of its capacity in use, named as the bottleneck table names it); "
+                      "a pattern matching no gauge of the run is an error naming the nearest "
+                      "ones; needs `sample_interval`"});
   k.push_back({.path = "simulation.deadlock_check_interval",
                .type = T::kTime,
                .fallback = Time::from_ps(50'000'000),

@@ -1,6 +1,7 @@
 #include "sim/probes.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <stdexcept>
 
 #include "sim/simulation.hpp"
@@ -29,7 +30,7 @@ bool glob_match(std::string_view pattern, std::string_view name) {
 }
 
 void ProbeRegistry::claim(const std::string& name) {
-  if (counters_.contains(name) || gauges_.contains(name))
+  if (counters_.contains(name) || gauges_.contains(name) || derived_.contains(name))
     throw std::logic_error(fmt::format("probe \"{}\" is registered twice", name));
 }
 
@@ -57,6 +58,19 @@ void ProbeRegistry::attach(const std::string& name, Gauge& owned) {
   gauges_.emplace(name, &owned);
 }
 
+void ProbeRegistry::derived_gauge(const std::string& name, std::function<double()> read) {
+  claim(name);
+  derived_.emplace(name, std::move(read));
+}
+
+std::vector<std::string> ProbeRegistry::gauge_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, g] : gauges_) out.push_back(name);
+  for (const auto& [name, r] : derived_) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void ProbeRegistry::set_refresher(const void* owner, std::function<void()> refresh) {
   clear_refresher(owner);
   refreshers_.emplace_back(owner, std::move(refresh));
@@ -74,17 +88,19 @@ std::vector<ProbeRegistry::NamedCounter> ProbeRegistry::counters() const {
   return out;
 }
 
-std::vector<std::pair<std::string, const Gauge*>> ProbeRegistry::gauges_matching(
+std::vector<std::pair<std::string, ProbeRegistry::GaugeReader>> ProbeRegistry::gauges_matching(
     const std::vector<std::string>& patterns) const {
-  std::vector<std::pair<std::string, const Gauge*>> out;
-  for (const auto& [name, g] : gauges_) {
-    for (const auto& p : patterns) {
-      if (glob_match(p, name)) {
-        out.emplace_back(name, g);
-        break;
-      }
-    }
-  }
+  const auto wanted = [&](std::string_view name) {
+    return std::any_of(patterns.begin(), patterns.end(),
+                       [&](const std::string& p) { return glob_match(p, name); });
+  };
+  std::vector<std::pair<std::string, GaugeReader>> out;
+  for (const auto& [name, g] : gauges_)
+    if (wanted(name))
+      out.emplace_back(name, [g = static_cast<const Gauge*>(g)] { return g->value; });
+  for (const auto& [name, read] : derived_)
+    if (wanted(name)) out.emplace_back(name, read);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }
 
@@ -101,7 +117,7 @@ GaugeSampler::GaugeSampler(Simulation& sim, const std::vector<std::string>& patt
 
 void GaugeSampler::tick(std::uint64_t) {
   times_.push_back(sim_.now());
-  for (std::size_t i = 0; i < gauges_.size(); ++i) values_[i].push_back(gauges_[i]->value);
+  for (std::size_t i = 0; i < gauges_.size(); ++i) values_[i].push_back(gauges_[i]());
   if (sim_.pending_events() > 0)
     sim_.schedule_background_in(interval_, handler_, 0, /*priority=*/0);
 }

@@ -45,6 +45,10 @@ class ProbeRegistry {
   // are collected while the models live, as refreshers already require).
   void attach(const std::string& name, Counter& owned);
   void attach(const std::string& name, Gauge& owned);
+  // A gauge computed when sampled from the model's own state (a flow-level link's share of its
+  // capacity in use: the solver holds the rates, nothing needs storing on every change). The
+  // model must outlive every sample, as for attach().
+  void derived_gauge(const std::string& name, std::function<double()> read);
 
   struct NamedCounter {
     std::string_view name;
@@ -56,9 +60,12 @@ class ProbeRegistry {
   // path) registers a refresher that brings them up to date; it must clear it before it dies.
   void set_refresher(const void* owner, std::function<void()> refresh);
   void clear_refresher(const void* owner);
-  // Gauge names matching any pattern, in name order, with their gauges.
-  std::vector<std::pair<std::string, const Gauge*>> gauges_matching(
+  // Gauge names matching any pattern, in name order, with a reader of each.
+  using GaugeReader = std::function<double()>;
+  std::vector<std::pair<std::string, GaugeReader>> gauges_matching(
       const std::vector<std::string>& patterns) const;
+  // Every gauge's name, in name order (for messages about a pattern that matches none).
+  std::vector<std::string> gauge_names() const;
 
  private:
   void claim(const std::string& name);
@@ -66,6 +73,7 @@ class ProbeRegistry {
   std::deque<Gauge> gauge_store_;
   std::map<std::string, Counter*, std::less<>> counters_;
   std::map<std::string, Gauge*, std::less<>> gauges_;
+  std::map<std::string, std::function<double()>, std::less<>> derived_;
   std::vector<std::pair<const void*, std::function<void()>>> refreshers_;
 };
 
@@ -87,7 +95,7 @@ class GaugeSampler {
   Time interval_;
   std::uint32_t handler_;
   std::vector<std::string> names_;
-  std::vector<const Gauge*> gauges_;
+  std::vector<ProbeRegistry::GaugeReader> gauges_;
   std::vector<Time> times_;
   std::vector<std::vector<double>> values_;
 };

@@ -695,3 +695,54 @@ TEST(Cli, ManPageAndCompletionCoverEveryCommandAndOption) {
   }
   EXPECT_GE(commands, 12);
 }
+
+TEST(Workload, TimeSeriesAreRecordedAndAPatternMatchingNoGaugeNamesTheNearest) {
+  const fs::path dir = temp_dir("workload_series");
+  const std::string s = kSource + "/tests/data/workload.toml";
+  // At flow level each link has a utilization gauge; the NIC carries the data-parallel ring
+  // at its line rate, so it reaches 1, and no link is ever above its capacity.
+  const Outcome o =
+      cli({"run", s, "--set",
+           "simulation.timeseries=[\"server0.mlx5_0.nic.utilization\", "
+           "\"server1.gpu3.nvlink_out.utilization\"]",
+           "--set", "simulation.sample_interval=100us", "--out", dir.string(), "--quiet"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  std::istringstream csv(read(dir / "timeseries.csv"));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "time_ps,server0.mlx5_0.nic.utilization,server1.gpu3.nvlink_out.utilization");
+  double nic_max = 0, nvlink_max = 0;
+  int rows = 0;
+  while (std::getline(csv, line)) {
+    const auto a = line.find(','), b = line.find(',', a + 1);
+    const double nic = std::stod(line.substr(a + 1, b - a - 1)),
+                 nvl = std::stod(line.substr(b + 1));
+    EXPECT_GE(nic, 0);
+    EXPECT_LE(nic, 1 + 1e-9);
+    EXPECT_LE(nvl, 1 + 1e-9);
+    nic_max = std::max(nic_max, nic);
+    nvlink_max = std::max(nvlink_max, nvl);
+    ++rows;
+  }
+  EXPECT_GT(rows, 100);
+  EXPECT_NEAR(nic_max, 1.0, 1e-9);
+  EXPECT_GT(nvlink_max, 0.0);  // the tensor-parallel AllReduces inside the server
+  EXPECT_NE(read(dir / "results.json").find("\"server0.mlx5_0.nic.utilization\""),
+            std::string::npos);
+  // A typo: an input error (exit 2) naming the gauges nearest to it.
+  const Outcome typo =
+      cli({"run", s, "--set", "simulation.timeseries=[\"server0.mlx5_0.nic.utilisation\"]", "--set",
+           "simulation.sample_interval=100us", "--out", dir.string(), "--quiet"});
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("\"server0.mlx5_0.nic.utilisation\" matches no gauge of this flow-level "
+                          "run; nearest: server0.mlx5_0.nic.utilization"),
+            std::string::npos)
+      << typo.err;
+  // At packet level the same pattern style selects queues.
+  const Outcome packet = cli({"run", kSource + "/scenarios/default.toml", "--set",
+                              "simulation.timeseries=[\"switch0.port0.queue_byte\"]", "--quiet",
+                              "--out", dir.string()});
+  EXPECT_EQ(packet.code, 2);
+  EXPECT_NE(packet.err.find("nearest: switch0.port0.queue_bytes"), std::string::npos) << packet.err;
+  fs::remove_all(dir);
+}

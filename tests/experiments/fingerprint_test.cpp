@@ -24,6 +24,9 @@ using namespace fabricsim;
 
 namespace {
 
+// golden.toml records a packet-level queue; at flow level the same port's utilization gauge.
+const std::string kFlowSeries = "simulation.timeseries=[\"switch0.port0.utilization\"]";
+
 const std::string kSource = FABRICSIM_SOURCE_DIR;
 const std::string kGolden = kSource + "/tests/data/fingerprints.txt";
 
@@ -54,7 +57,7 @@ std::uint64_t training(const Scenario& s) {
 std::map<std::string, std::uint64_t> fingerprints() {
   return {
       {"traffic-packet", traffic(load("tests/data/golden.toml"))},
-      {"traffic-flow", traffic(load("tests/data/golden.toml", {"fidelity=\"flow\""}))},
+      {"traffic-flow", traffic(load("tests/data/golden.toml", {"fidelity=\"flow\"", kFlowSeries}))},
       {"nccl-packet", collectives(load("tests/data/nccl_star.toml"))},
       {"nccl-flow-dgx", collectives(load("tests/data/workload.toml"))},
       {"training-flow", training(load("tests/data/workload.toml"))},
@@ -94,7 +97,8 @@ std::vector<GoldenRun> golden_runs() {
   const std::string nccl = "--scenario";
   return {
       {"traffic-flow.json",
-       {"run", kSource + "/tests/data/golden.toml", "--set", "fidelity=\"flow\""},
+       {"run", kSource + "/tests/data/golden.toml", "--set", "fidelity=\"flow\"", "--set",
+        kFlowSeries},
        true},
       {"training-flow.json", {"run", kSource + "/tests/data/workload.toml"}, true},
       {"nccl-packet.txt",

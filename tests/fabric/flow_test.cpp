@@ -327,7 +327,7 @@ TEST(FlowLevel, CountsUnderThePacketLevelsNames) {
   const auto load = [](const std::string& fidelity) {
     return load_scenario(std::string(FABRICSIM_SOURCE_DIR) + "/tests/data/golden.toml",
                          {.overrides = {"fidelity=\"" + fidelity + "\"", "switch.ecn=false",
-                                        "nic.dcqcn.enabled=false"}});
+                                        "nic.dcqcn.enabled=false", "simulation.timeseries=[]"}});
   };
   const Scenario ps = load("packet"), fs = load("flow");
   const BuiltCluster pc(ps), fc(fs);

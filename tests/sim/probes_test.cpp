@@ -79,7 +79,28 @@ TEST(Probes, AttachedProbesAreReadFromTheModelsOwnStorage) {
   EXPECT_EQ(probes.counters().front().value, 3u);
   const auto gauges = probes.gauges_matching({"port.*"});
   ASSERT_EQ(gauges.size(), 1u);
-  EXPECT_EQ(gauges.front().second, &level);
+  EXPECT_EQ(gauges.front().second(), 1500);  // reads the model's own storage
+  level.set(42);
+  EXPECT_EQ(gauges.front().second(), 42);
   EXPECT_THROW(probes.attach("port.tx_packets", owned), std::logic_error);  // names stay unique
   EXPECT_THROW(probes.counter("port.queue_bytes"), std::logic_error);
+}
+
+TEST(Probes, DerivedGaugesAreComputedWhenReadAndListedInNameOrder) {
+  ProbeRegistry probes;
+  double load = 0.25;
+  probes.gauge("b.queue_bytes").set(7);
+  probes.derived_gauge("a.utilization", [&load] { return load; });
+  probes.derived_gauge("c.utilization", [] { return 1.0; });
+  const auto gauges = probes.gauges_matching({"*.utilization", "b.*"});
+  ASSERT_EQ(gauges.size(), 3u);
+  EXPECT_EQ(gauges[0].first, "a.utilization");
+  EXPECT_EQ(gauges[1].first, "b.queue_bytes");
+  EXPECT_EQ(gauges[2].first, "c.utilization");
+  EXPECT_EQ(gauges[0].second(), 0.25);
+  load = 0.75;
+  EXPECT_EQ(gauges[0].second(), 0.75);
+  EXPECT_EQ(probes.gauge_names(),
+            (std::vector<std::string>{"a.utilization", "b.queue_bytes", "c.utilization"}));
+  EXPECT_THROW(probes.derived_gauge("b.queue_bytes", [] { return 0.0; }), std::logic_error);
 }
