@@ -160,6 +160,25 @@ std::string stacked_bars(
   return svg + "</svg>\n";
 }
 
+// A number for people: whole numbers with thousands separators ("52,740", "10,465,600"),
+// others with four significant digits and never in scientific notation ("0.8793", "147.2").
+std::string readable(double v) {
+  if (!std::isfinite(v)) return fmt::format("{}", v);
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    const std::string digits = fmt::format("{:.0f}", std::fabs(v));
+    std::string out;
+    if (v < 0) out.push_back('-');
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+      if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+      out.push_back(digits[i]);
+    }
+    return out;
+  }
+  const int magnitude = v == 0 ? 0 : static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  if (magnitude >= 3) return readable(std::round(v));
+  return fmt::format("{:.{}f}", v, std::max(0, 3 - magnitude));
+}
+
 double metric(const RunResult& r, const std::string& name, double fallback = -1) {
   for (const auto& m : r.metrics)
     if (m.name == name) return m.value;
@@ -183,9 +202,9 @@ std::string html_report(const std::vector<Scenario>& scenarios,
     out += fmt::format("<tr><td>{}</td>", escape(n));
     for (std::size_t c = 0; c < results.size(); ++c) {
       const double v = metric(results[c], n, std::nan(""));
-      std::string cell = std::isnan(v) ? "-" : fmt::format("{:.4g}", v);
+      std::string cell = std::isnan(v) ? "-" : readable(v);
       for (const auto& [key, value] : scenarios[c].expected)
-        if (key == n) cell += fmt::format(" ({:g})", value);
+        if (key == n) cell += fmt::format(" ({})", readable(value));
       out += "<td>" + cell + "</td>";
     }
     out += "</tr>\n";
@@ -274,8 +293,9 @@ std::string html_report(const std::vector<Scenario>& scenarios,
       out += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.2f} "
           "%</td><td>{}</td></tr>\n",
-          escape(t.layer), t.links, t.paused_links, t.pause_frames, t.paused_us,
-          t.max_paused_share * 100, t.ecn_marked);
+          escape(t.layer), readable(double(t.links)), readable(double(t.paused_links)),
+          readable(double(t.pause_frames)), t.paused_us, t.max_paused_share * 100,
+          readable(double(t.ecn_marked)));
     out += "</table>\n";
   }
   return out + "</body></html>\n";

@@ -11,6 +11,7 @@
 #include "experiments/sweep.hpp"
 #include "fabricsim/revision.hpp"
 #include "fabricsim/version.hpp"
+#include "report/html.hpp"
 #include "scenario/schema.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -745,4 +746,23 @@ TEST(Workload, TimeSeriesAreRecordedAndAPatternMatchingNoGaugeNamesTheNearest) {
   EXPECT_EQ(packet.code, 2);
   EXPECT_NE(packet.err.find("nearest: switch0.port0.queue_bytes"), std::string::npos) << packet.err;
   fs::remove_all(dir);
+}
+
+TEST(HtmlReport, NumbersAreWrittenForPeopleNotInScientificNotation) {
+  Scenario s;
+  s.name = "option";
+  s.expected = {{"pause_frames", 79880}};
+  RunResult r;
+  r.metrics = {{"cost_total", 10465600, ""},
+               {"pause_frames", 79880, ""},
+               {"busbw", 147.23491, "GB/s"},
+               {"share", 0.879312, ""},
+               {"step_ms", 1234.56, "ms"}};
+  const std::string html = html_report({s}, {r});
+  EXPECT_NE(html.find("<td>10,465,600</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>79,880 (79,880)</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>147.2</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>0.8793</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>1,235</td>"), std::string::npos);
+  EXPECT_EQ(html.find("e+0"), std::string::npos);
 }
