@@ -161,7 +161,8 @@ std::string stacked_bars(
 }
 
 // A number for people: whole numbers with thousands separators ("52,740", "10,465,600"),
-// others with four significant digits and never in scientific notation ("0.8793", "147.2").
+// others with up to four significant digits, never in scientific notation ("0.8793", "147.2",
+// "0.58").
 std::string readable(double v) {
   if (!std::isfinite(v)) return fmt::format("{}", v);
   if (v == std::floor(v) && std::fabs(v) < 1e15) {
@@ -176,7 +177,12 @@ std::string readable(double v) {
   }
   const int magnitude = v == 0 ? 0 : static_cast<int>(std::floor(std::log10(std::fabs(v))));
   if (magnitude >= 3) return readable(std::round(v));
-  return fmt::format("{:.{}f}", v, std::max(0, 3 - magnitude));
+  std::string text = fmt::format("{:.{}f}", v, std::max(0, 3 - magnitude));
+  if (text.find('.') != std::string::npos) {  // 0.5800 -> 0.58
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+  }
+  return text;
 }
 
 double metric(const RunResult& r, const std::string& name, double fallback = -1) {

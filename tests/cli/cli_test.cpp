@@ -753,16 +753,15 @@ TEST(HtmlReport, NumbersAreWrittenForPeopleNotInScientificNotation) {
   s.name = "option";
   s.expected = {{"pause_frames", 79880}};
   RunResult r;
-  r.metrics = {{"cost_total", 10465600, ""},
-               {"pause_frames", 79880, ""},
-               {"busbw", 147.23491, "GB/s"},
-               {"share", 0.879312, ""},
-               {"step_ms", 1234.56, "ms"}};
+  r.metrics = {{"cost_total", 10465600, ""}, {"pause_frames", 79880, ""},
+               {"busbw", 147.23491, "GB/s"}, {"share", 0.879312, ""},
+               {"step_ms", 1234.56, "ms"},   {"efficiency", 0.58, ""}};
   const std::string html = html_report({s}, {r});
   EXPECT_NE(html.find("<td>10,465,600</td>"), std::string::npos) << html;
   EXPECT_NE(html.find("<td>79,880 (79,880)</td>"), std::string::npos);
   EXPECT_NE(html.find("<td>147.2</td>"), std::string::npos);
   EXPECT_NE(html.find("<td>0.8793</td>"), std::string::npos);
   EXPECT_NE(html.find("<td>1,235</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>0.58</td>"), std::string::npos);  // no trailing zeros
   EXPECT_EQ(html.find("e+0"), std::string::npos);
 }
