@@ -41,7 +41,8 @@ std::string page_head(const std::string& title) {
          "</title>\n<style>body{font-family:sans-serif;margin:24px;max-width:1100px}"
          "table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #ccc;padding:"
          "3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}svg.chart{"
-         "display:block;margin:8px 0 24px}</style></head><body>\n<h1>" +
+         "display:block;margin:8px 0 "
+         "24px}.delta{color:#666;font-size:90%}</style></head><body>\n<h1>" +
          escape(title) + "</h1>\n";
 }
 
@@ -211,6 +212,10 @@ std::string html_report(const std::vector<Scenario>& scenarios,
       std::string cell = std::isnan(v) ? "-" : readable(v);
       for (const auto& [key, value] : scenarios[c].expected)
         if (key == n) cell += fmt::format(" ({})", readable(value));
+      // The change against the first scenario, the reference a comparison is read from.
+      const double first = metric(results.front(), n, std::nan(""));
+      if (c > 0 && !std::isnan(v) && std::isfinite(first) && first != 0 && v != first)
+        cell += fmt::format(" <span class=\"delta\">{:+.1f} %</span>", (v / first - 1) * 100);
       out += "<td>" + cell + "</td>";
     }
     out += "</tr>\n";

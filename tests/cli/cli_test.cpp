@@ -764,4 +764,15 @@ TEST(HtmlReport, NumbersAreWrittenForPeopleNotInScientificNotation) {
   EXPECT_NE(html.find("<td>1,235</td>"), std::string::npos);
   EXPECT_NE(html.find("<td>0.58</td>"), std::string::npos);  // no trailing zeros
   EXPECT_EQ(html.find("e+0"), std::string::npos);
+  // A second scenario's cells say how far they are from the first's.
+  Scenario t = s;
+  t.name = "other";
+  RunResult q = r;
+  q.metrics[0].value = 10140000;   // cost: -3.1 %
+  q.metrics[2].value = 147.23491;  // busbw: the same, no delta
+  const std::string two = html_report({s, t}, {r, q});
+  EXPECT_NE(two.find("<td>10,140,000 <span class=\"delta\">-3.1 %</span></td>"), std::string::npos)
+      << two;
+  const auto first_delta = two.find("<span class=\"delta\">");
+  EXPECT_EQ(two.find("<span class=\"delta\">", first_delta + 1), std::string::npos);
 }
