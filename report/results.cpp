@@ -3,11 +3,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 #include <algorithm>
-#include <boost/graph/graphviz.hpp>
+#include <boost/graph/adjacency_list.hpp>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -446,18 +447,122 @@ std::string topology_json(const Scenario& scenario, const TopologySummary& t) {
   return out.str();
 }
 
+namespace {
+
+// A link's rate as people write it, to three significant digits: "400 Gb/s", "504 Gb/s"
+// (PCIe Gen5 x16), "1.6 Tb/s".
+std::string readable_rate(Bandwidth rate) {
+  const double gbps = static_cast<double>(rate.bps()) / 1e9;
+  return gbps >= 1000 ? fmt::format("{:.3g} Tb/s", gbps / 1000) : fmt::format("{:.3g} Gb/s", gbps);
+}
+
+// Shape and colour per kind, so that a server reads at a glance: GPUs green boxes, NVSwitches
+// purple, PCIe switches and CPUs grey, NICs blue, network switches orange.
+std::string_view node_style(NodeKind k) {
+  switch (k) {
+    case NodeKind::kGpu:
+      return R"(shape=box,fillcolor="#b7e07a")";
+    case NodeKind::kNvSwitch:
+      return R"(shape=hexagon,fillcolor="#c9b3e6")";
+    case NodeKind::kPcieSwitch:
+      return R"(shape=box,style="rounded,filled",fillcolor="#e0e0e0")";
+    case NodeKind::kCpu:
+      return R"(shape=box3d,fillcolor="#bdbdbd")";
+    case NodeKind::kNic:
+      return R"(shape=ellipse,fillcolor="#9ecae1")";
+    case NodeKind::kSwitch:
+      return R"(shape=box,fillcolor="#fdae6b")";
+    case NodeKind::kAggregator:
+      return R"(shape=diamond,fillcolor="#fdd0a2")";
+  }
+  return "";
+}
+
+std::string_view edge_colour(LinkKind k) {
+  switch (k) {
+    case LinkKind::kNvLink:
+      return "#4a9a1e";
+    case LinkKind::kPcie:
+      return "#636363";
+    case LinkKind::kInterSocket:
+      return "#969696";
+    case LinkKind::kNetwork:
+      return "#3182bd";
+  }
+  return "black";
+}
+
+// DOT's quoted string: quotes and backslashes escaped.
+std::string dot_quoted(const std::string& text) {
+  std::string out;
+  out.push_back('"');
+  for (char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+}  // namespace
+
 std::string topology_dot(const Topology& topology) {
+  // Written directly rather than with boost::write_graphviz, which cannot group vertices into
+  // clusters: one cluster per server (its GPUs, switches, CPUs and NICs), the network's
+  // switches ranked by tier below them, one edge per link labelled with its rate.
   const auto& g = topology.graph();
-  std::ostringstream out;
-  boost::write_graphviz(
-      out, g,
-      [&](std::ostream& o, Vertex v) {
-        o << fmt::format("[label=\"{}\",kind=\"{}\"]", g[v].name, to_string(g[v].kind));
-      },
-      [&](std::ostream& o, Edge e) {
-        o << fmt::format("[label=\"{}\",kind=\"{}\"]", to_string(g[e].rate), to_string(g[e].kind));
-      });
-  return out.str();
+  std::map<int, std::vector<Vertex>> by_server;
+  std::map<int, std::vector<Vertex>> by_tier;
+  for (auto [v, end] = boost::vertices(g); v != end; ++v) {
+    if (g[*v].server >= 0) {
+      by_server[g[*v].server].push_back(*v);
+    } else {
+      by_tier[g[*v].tier].push_back(*v);
+    }
+  }
+  const auto node = [&](Vertex v) {
+    return fmt::format("    n{} [label={},kind={},{}];\n", v, dot_quoted(g[v].name),
+                       dot_quoted(std::string(to_string(g[v].kind))), node_style(g[v].kind));
+  };
+  std::string out =
+      "graph fabric {\n  graph [rankdir=TB,newrank=true,nodesep=0.25,ranksep=0.6,"
+      "fontname=\"Helvetica\"];\n  node [fontname=\"Helvetica\",fontsize=10,style=filled];\n"
+      "  edge [fontname=\"Helvetica\",fontsize=8];\n";
+  for (const auto& [server, vertices] : by_server) {
+    out += fmt::format(
+        "  subgraph cluster_server{} {{\n    label=\"server {}\";\n    "
+        "color=\"#999999\";\n",
+        server, server);
+    // A row per kind (CPUs, PCIe switches, NICs, GPUs, NVSwitches), so that a server reads
+    // top to bottom as its PCIe tree instead of one wide row.
+    std::map<NodeKind, std::vector<Vertex>> rows;
+    for (const Vertex v : vertices) rows[g[v].kind].push_back(v);
+    for (const auto& [kind, row] : rows) {
+      out += "    { rank=same;\n";
+      for (const Vertex v : row) out += "  " + node(v);
+      out += "    }\n";
+    }
+    out += "  }\n";
+  }
+  for (const auto& [tier, vertices] : by_tier) {
+    out += "  { rank=same;\n";
+    for (const Vertex v : vertices) out += node(v);
+    out += "  }\n";
+  }
+  for (auto [e, end] = boost::edges(g); e != end; ++e) {
+    const LinkInfo& l = g[*e];
+    const std::string rate =
+        l.lanes > 1 ? fmt::format("{} x {}", l.lanes,
+                                  readable_rate(Bandwidth::from_bps(l.rate.bps() / l.lanes)))
+                    : readable_rate(l.rate);
+    // Network links carry their rate as a label; the many in-server links as a tooltip (and
+    // `rate`), which keeps a server's drawing legible.
+    out += fmt::format("  n{} -- n{} [{}={},rate={},kind={},color=\"{}\"];\n", boost::source(*e, g),
+                       boost::target(*e, g), l.kind == LinkKind::kNetwork ? "label" : "tooltip",
+                       dot_quoted(rate), dot_quoted(rate),
+                       dot_quoted(std::string(to_string(l.kind))), edge_colour(l.kind));
+  }
+  return out + "}\n";
 }
 
 namespace {

@@ -160,7 +160,19 @@ TEST(Cli, TopoSummarisesMatricesDotAndNcclXml) {
   ASSERT_EQ(
       cli({"topo", scenario, "--dot", (dir.string() + ".dot"), "--nccl-xml", dir.string()}).code,
       0);
-  EXPECT_NE(read(dir.string() + ".dot").find("server0.gpu0"), std::string::npos);
+  // Graphviz: a cluster per server with a row per kind, every vertex once, styled by kind, the
+  // network links labelled with their rate as people write it.
+  const std::string dot = read(dir.string() + ".dot");
+  EXPECT_EQ(dot.rfind("graph fabric {\n", 0), 0u);
+  for (int server = 0; server < 4; ++server)
+    EXPECT_NE(dot.find(fmt::format("subgraph cluster_server{} {{", server)), std::string::npos);
+  EXPECT_EQ(dot.find("subgraph cluster_server4 "), std::string::npos);
+  EXPECT_NE(dot.find("[label=\"server0.gpu0\",kind=\"gpu\",shape=box"), std::string::npos);
+  EXPECT_EQ(dot.find("\"server0.gpu0\""), dot.rfind("\"server0.gpu0\""));
+  EXPECT_NE(dot.find("[label=\"100 Gb/s\",rate=\"100 Gb/s\",kind=\"network\""), std::string::npos)
+      << dot.substr(dot.find(" -- "), 400);
+  EXPECT_EQ(dot.find("Gbps"), std::string::npos);
+  EXPECT_NE(dot.find("{ rank=same;"), std::string::npos);
   EXPECT_NE(read(dir / "server3.xml").find("<system version=\"1\">"), std::string::npos);
   fs::remove_all(dir);
   fs::remove(dir.string() + ".dot");
