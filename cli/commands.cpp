@@ -437,19 +437,6 @@ const CLI::Validator finite_positive(
     },
     "POSITIVE", "finite positive number");
 
-// `fabricsim rnu`: the nearest command, when the first word is none of them.
-std::optional<std::string> unknown_command(const CLI::App& app,
-                                           const std::vector<std::string>& args) {
-  if (args.empty() || args.front().starts_with('-')) return std::nullopt;
-  std::vector<std::string> names;
-  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
-  if (std::find(names.begin(), names.end(), args.front()) != names.end()) return std::nullopt;
-  const auto near = nearest_key(args.front(), names);
-  return fmt::format("unknown command '{}'{}", args.front(),
-                     near ? fmt::format("; did you mean '{}'?", *near)
-                          : fmt::format(" (commands: {})", fmt::join(names, ", ")));
-}
-
 int report_config_error(const ConfigError& e, std::ostream& err) {
   for (const auto& m : e.messages()) err << "fabricsim: error: " << m << '\n';
   return kExitUsage;

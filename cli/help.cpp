@@ -13,12 +13,17 @@ std::vector<const CLI::App*> commands(const CLI::App& app) {
   return app.get_subcommands([](const CLI::App*) { return true; });
 }
 
-// "--jobs,-j" as "-j, --jobs" with its value's type ("UINT"), as a man page lists it.
-std::string option_synopsis(const CLI::Option& o) {
+// An option's names as typed: "-j", "--jobs".
+std::vector<std::string> option_names(const CLI::Option& o) {
   std::vector<std::string> names;
   for (const auto& s : o.get_snames()) names.push_back("-" + s);
   for (const auto& l : o.get_lnames()) names.push_back("--" + l);
-  std::string text = fmt::format("{}", fmt::join(names, ", "));
+  return names;
+}
+
+// "--jobs,-j" as "-j, --jobs" with its value's type ("UINT"), as a man page lists it.
+std::string option_synopsis(const CLI::Option& o) {
+  std::string text = fmt::format("{}", fmt::join(option_names(o), ", "));
   if (o.get_items_expected_max() > 0) {
     std::string type = o.get_type_name();
     if (const auto colon = type.find(':'); colon != std::string::npos) type.resize(colon);
@@ -65,11 +70,18 @@ std::vector<std::string> examples(const CLI::App& cmd) {
 
 std::vector<std::string> option_words(const CLI::App& cmd) {
   std::vector<std::string> words;
-  for (const CLI::Option* o : cmd.get_options()) {
-    for (const auto& s : o->get_snames()) words.push_back("-" + s);
-    for (const auto& l : o->get_lnames()) words.push_back("--" + l);
-  }
+  for (const CLI::Option* o : cmd.get_options())
+    for (auto& n : option_names(*o)) words.push_back(std::move(n));
   return words;
+}
+
+// The option of `cmd` named `word` ("--out"), or null.
+const CLI::Option* option_named(const CLI::App& cmd, const std::string& word) {
+  for (const CLI::Option* o : cmd.get_options()) {
+    const auto names = option_names(*o);
+    if (std::find(names.begin(), names.end(), word) != names.end()) return o;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -135,6 +147,18 @@ std::string bash_completion(const CLI::App& app) {
       fmt::join(names, " "), cases);
 }
 
+std::optional<std::string> unknown_command(const CLI::App& app,
+                                           const std::vector<std::string>& args) {
+  if (args.empty() || args.front().starts_with('-')) return std::nullopt;
+  std::vector<std::string> names;
+  for (const CLI::App* sub : commands(app)) names.push_back(sub->get_name());
+  if (std::find(names.begin(), names.end(), args.front()) != names.end()) return std::nullopt;
+  const auto near = nearest_key(args.front(), names);
+  return fmt::format("unknown command '{}'{}", args.front(),
+                     near ? fmt::format("; did you mean '{}'?", *near)
+                          : fmt::format(" (commands: {})", fmt::join(names, ", ")));
+}
+
 std::optional<std::string> unknown_option(const CLI::App& app,
                                           const std::vector<std::string>& args) {
   if (args.empty()) return std::nullopt;
@@ -149,18 +173,11 @@ std::optional<std::string> unknown_option(const CLI::App& app,
     if (!a.starts_with("--")) continue;  // short options cluster (-j2) and values may be "-"
     const std::string name = a.substr(0, a.find('='));
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-    // An option's value may itself start with "--" (rare); only a word that follows a
-    // value-taking option is a value.
-    if (i > 1) {
-      const std::string prev = args[i - 1].substr(0, args[i - 1].find('='));
-      bool takes_value = false;
-      for (const CLI::Option* o : cmd->get_options())
-        for (const auto& l : o->get_lnames())
-          if ("--" + l == prev && args[i - 1].find('=') == std::string::npos &&
-              o->get_items_expected_max() > 0)
-            takes_value = true;
-      if (takes_value) continue;
-    }
+    // An option's value may itself start with "--" (rare): a word right after a value-taking
+    // option written without "=" is its value.
+    if (const CLI::Option* prev = i > 1 ? option_named(*cmd, args[i - 1]) : nullptr;
+        prev != nullptr && prev->get_items_expected_max() > 0)
+      continue;
     const auto near = nearest_key(name, known);
     return fmt::format("{}: unknown option '{}'{}", cmd->get_name(), name,
                        near ? fmt::format("; did you mean '{}'?", *near)

@@ -188,22 +188,25 @@ LogSummary summarise(const MessageLog& messages) {
 
 std::unique_ptr<GaugeSampler> record_timeseries(Simulation& sim, const Scenario& scenario) {
   const auto& patterns = scenario.simulation.timeseries;
-  if (!patterns.empty()) {
-    std::vector<std::string> names, errors;
-    for (const auto& p : patterns) {
-      if (!sim.probes().gauges_matching({p}).empty()) continue;
-      if (names.empty()) names = sim.probes().gauge_names();
-      const auto at = scenario.positions.find("simulation.timeseries");
-      const auto near = nearest_keys(p, names, 5);
-      errors.push_back(fmt::format(
-          "{}simulation.timeseries: \"{}\" matches no gauge of this {}-level run{}",
-          at != scenario.positions.end() ? at->second + ": " : "", p, to_string(scenario.fidelity),
-          near.empty() ? std::string(" (it has none)")
-                       : fmt::format("; nearest: {}", fmt::join(near, ", "))));
-    }
-    if (!errors.empty()) throw ConfigError(std::move(errors));
+  auto sampler = std::make_unique<GaugeSampler>(sim, patterns, scenario.simulation.sample_interval);
+  // Each pattern must have selected something: checked on what the sampler matched, so the
+  // fabric's gauges are looked up once (and all of them only to name the nearest).
+  std::vector<std::string> names, errors;
+  for (const auto& p : patterns) {
+    if (std::any_of(sampler->names().begin(), sampler->names().end(),
+                    [&p](const std::string& n) { return glob_match(p, n); }))
+      continue;
+    if (names.empty()) names = sim.probes().gauge_names();
+    const auto at = scenario.positions.find("simulation.timeseries");
+    const auto near = nearest_keys(p, names, 5);
+    errors.push_back(fmt::format(
+        "{}simulation.timeseries: \"{}\" matches no gauge of this {}-level run{}",
+        at != scenario.positions.end() ? at->second + ": " : "", p, to_string(scenario.fidelity),
+        near.empty() ? std::string(" (it has none)")
+                     : fmt::format("; nearest: {}", fmt::join(near, ", "))));
   }
-  return std::make_unique<GaugeSampler>(sim, patterns, scenario.simulation.sample_interval);
+  if (!errors.empty()) throw ConfigError(std::move(errors));
+  return sampler;
 }
 
 RunResult run_scenario(const Scenario& scenario, const BuiltCluster& cluster, ProgressFn progress) {

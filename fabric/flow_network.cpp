@@ -79,8 +79,10 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
     paired_.push_back(
         gpus.at({n.server, n.index * gpus_per_server[n.server] / nics_per_server[n.server]}));
   }
+  sim.probes().set_gauge_source(this, [this, scope](const ProbeRegistry::GaugeVisitor& visit) {
+    visit_utilization_gauges(scope, visit);
+  });
   if (scope == FlowScope::kNvSwitchOnly) {
-    register_utilization_gauges(scope);
     sim.probes().set_refresher(this, [this] { refresh_counters(); });
     return;
   }
@@ -102,7 +104,6 @@ FlowNetwork::FlowNetwork(Simulation& sim, const Topology& topo, const Routing& r
     rx_payload_.push_back(&sim.probes().counter(g[nic].name + ".rx_payload_bytes"));
     rx_messages_.push_back(&sim.probes().counter(g[nic].name + ".rx_messages"));
   }
-  register_utilization_gauges(scope);
   // The links' tx_bytes are derived from the bytes each resource carried, when read.
   sim.probes().set_refresher(this, [this] { refresh_counters(); });
 }
@@ -111,17 +112,16 @@ double FlowNetwork::utilization(MaxMinSolver::Res r) const {
   return solver_.load(r) / solver_.capacity(r);
 }
 
-void FlowNetwork::register_utilization_gauges(FlowScope scope) {
+void FlowNetwork::visit_utilization_gauges(FlowScope scope,
+                                           const ProbeRegistry::GaugeVisitor& visit) const {
   // `<link>.utilization`: the share of the link direction's payload capacity its flows get at
   // the sampling instant (0..1), named as the bottleneck table names the link. Every link of
-  // the scope is named now, so that simulation.timeseries can be checked before the run; the
+  // the scope is named, so that simulation.timeseries can be checked before the run; the
   // solver resource behind an in-server link is made when a route first uses it, and until
   // then the link carries nothing (0).
-  auto& probes = sim_.probes();
   const auto& g = topo_.graph();
   for (const auto& [key, res] : port_res_)
-    probes.derived_gauge(res_info_[res].name + ".utilization",
-                         [this, res = res] { return utilization(res); });
+    visit(res_info_[res].name + ".utilization", [this, res = res] { return utilization(res); });
   const auto lookup = [this](const auto& map, auto key) {
     return [this, &map, key] {
       const auto it = map.find(key);
@@ -130,8 +130,8 @@ void FlowNetwork::register_utilization_gauges(FlowScope scope) {
   };
   for (const Vertex gpu : gpus_)
     for (const bool out : {true, false})
-      probes.derived_gauge(fmt::format("{}.nvlink_{}.utilization", g[gpu].name, out ? "out" : "in"),
-                           lookup(nvlink_res_, std::pair{gpu, out}));
+      visit(fmt::format("{}.nvlink_{}.utilization", g[gpu].name, out ? "out" : "in"),
+            lookup(nvlink_res_, std::pair{gpu, out}));
   if (scope == FlowScope::kNvSwitchOnly) return;
   std::set<std::string> named;
   for (auto [e, end] = boost::edges(g); e != end; ++e) {
@@ -148,7 +148,7 @@ void FlowNetwork::register_utilization_gauges(FlowScope scope) {
       // Parallel edges (bonded cables named alike) share the first one's name, as in the
       // bottleneck table.
       if (named.insert(name).second)
-        probes.derived_gauge(name + ".utilization", lookup(link_res_, std::pair{&link, from}));
+        visit(name + ".utilization", lookup(link_res_, std::pair{&link, from}));
     }
   }
 }
@@ -164,6 +164,7 @@ void FlowNetwork::name_resource(MaxMinSolver::Res r, std::string layer, std::str
 
 FlowNetwork::~FlowNetwork() {
   sim_.probes().clear_refresher(this);
+  sim_.probes().clear_gauge_source(this);
 }
 
 void FlowNetwork::refresh_counters() const {

@@ -106,7 +106,8 @@ class FlowNetwork final : public Fabric, public PipelinePort {
   // A solver resource of this capacity (payload bytes per second), with its byte counter.
   MaxMinSolver::Res new_resource(double bytes_per_s);
   double utilization(MaxMinSolver::Res r) const;
-  void register_utilization_gauges(FlowScope scope);
+  // Names each link of the scope's `<link>.utilization` gauge (ProbeRegistry gauge source).
+  void visit_utilization_gauges(FlowScope scope, const ProbeRegistry::GaugeVisitor& visit) const;
   // A message's first and last packet (or chunk, or flit): what a route's hops store and
   // forward before and after its bottleneck.
   struct Units {

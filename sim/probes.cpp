@@ -30,7 +30,7 @@ bool glob_match(std::string_view pattern, std::string_view name) {
 }
 
 void ProbeRegistry::claim(const std::string& name) {
-  if (counters_.contains(name) || gauges_.contains(name) || derived_.contains(name))
+  if (counters_.contains(name) || gauges_.contains(name))
     throw std::logic_error(fmt::format("probe \"{}\" is registered twice", name));
 }
 
@@ -58,15 +58,21 @@ void ProbeRegistry::attach(const std::string& name, Gauge& owned) {
   gauges_.emplace(name, &owned);
 }
 
-void ProbeRegistry::derived_gauge(const std::string& name, std::function<double()> read) {
-  claim(name);
-  derived_.emplace(name, std::move(read));
+void ProbeRegistry::set_gauge_source(const void* owner,
+                                     std::function<void(const GaugeVisitor&)> enumerate) {
+  clear_gauge_source(owner);
+  gauge_sources_.emplace_back(owner, std::move(enumerate));
+}
+
+void ProbeRegistry::clear_gauge_source(const void* owner) {
+  std::erase_if(gauge_sources_, [owner](const auto& s) { return s.first == owner; });
 }
 
 std::vector<std::string> ProbeRegistry::gauge_names() const {
   std::vector<std::string> out;
   for (const auto& [name, g] : gauges_) out.push_back(name);
-  for (const auto& [name, r] : derived_) out.push_back(name);
+  for (const auto& [owner, enumerate] : gauge_sources_)
+    enumerate([&out](std::string name, const GaugeReader&) { out.push_back(std::move(name)); });
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -98,8 +104,10 @@ std::vector<std::pair<std::string, ProbeRegistry::GaugeReader>> ProbeRegistry::g
   for (const auto& [name, g] : gauges_)
     if (wanted(name))
       out.emplace_back(name, [g = static_cast<const Gauge*>(g)] { return g->value; });
-  for (const auto& [name, read] : derived_)
-    if (wanted(name)) out.emplace_back(name, read);
+  for (const auto& [owner, enumerate] : gauge_sources_)
+    enumerate([&](std::string name, GaugeReader read) {
+      if (wanted(name)) out.emplace_back(std::move(name), std::move(read));
+    });
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }

@@ -45,10 +45,15 @@ class ProbeRegistry {
   // are collected while the models live, as refreshers already require).
   void attach(const std::string& name, Counter& owned);
   void attach(const std::string& name, Gauge& owned);
-  // A gauge computed when sampled from the model's own state (a flow-level link's share of its
-  // capacity in use: the solver holds the rates, nothing needs storing on every change). The
-  // model must outlive every sample, as for attach().
-  void derived_gauge(const std::string& name, std::function<double()> read);
+  // Gauges computed when sampled from a model's own state (a flow-level link's share of its
+  // capacity in use: the solver holds the rates, nothing is stored on every change). The model
+  // registers one enumerator; it runs only when gauges are looked up (a run that records no
+  // time series never names them), calling `visit(name, reader)` once per gauge, each name
+  // unique and none a stored gauge's. The model must clear it before it dies.
+  using GaugeReader = std::function<double()>;
+  using GaugeVisitor = std::function<void(std::string name, GaugeReader read)>;
+  void set_gauge_source(const void* owner, std::function<void(const GaugeVisitor&)> enumerate);
+  void clear_gauge_source(const void* owner);
 
   struct NamedCounter {
     std::string_view name;
@@ -61,7 +66,6 @@ class ProbeRegistry {
   void set_refresher(const void* owner, std::function<void()> refresh);
   void clear_refresher(const void* owner);
   // Gauge names matching any pattern, in name order, with a reader of each.
-  using GaugeReader = std::function<double()>;
   std::vector<std::pair<std::string, GaugeReader>> gauges_matching(
       const std::vector<std::string>& patterns) const;
   // Every gauge's name, in name order (for messages about a pattern that matches none).
@@ -73,7 +77,7 @@ class ProbeRegistry {
   std::deque<Gauge> gauge_store_;
   std::map<std::string, Counter*, std::less<>> counters_;
   std::map<std::string, Gauge*, std::less<>> gauges_;
-  std::map<std::string, std::function<double()>, std::less<>> derived_;
+  std::vector<std::pair<const void*, std::function<void(const GaugeVisitor&)>>> gauge_sources_;
   std::vector<std::pair<const void*, std::function<void()>>> refreshers_;
 };
 

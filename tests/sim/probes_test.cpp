@@ -90,8 +90,13 @@ TEST(Probes, DerivedGaugesAreComputedWhenReadAndListedInNameOrder) {
   ProbeRegistry probes;
   double load = 0.25;
   probes.gauge("b.queue_bytes").set(7);
-  probes.derived_gauge("a.utilization", [&load] { return load; });
-  probes.derived_gauge("c.utilization", [] { return 1.0; });
+  int enumerations = 0;
+  probes.set_gauge_source(&load, [&](const ProbeRegistry::GaugeVisitor& visit) {
+    ++enumerations;
+    visit("c.utilization", [] { return 1.0; });
+    visit("a.utilization", [&load] { return load; });
+  });
+  EXPECT_EQ(enumerations, 0);  // nothing is named until someone looks
   const auto gauges = probes.gauges_matching({"*.utilization", "b.*"});
   ASSERT_EQ(gauges.size(), 3u);
   EXPECT_EQ(gauges[0].first, "a.utilization");
@@ -102,5 +107,6 @@ TEST(Probes, DerivedGaugesAreComputedWhenReadAndListedInNameOrder) {
   EXPECT_EQ(gauges[0].second(), 0.75);
   EXPECT_EQ(probes.gauge_names(),
             (std::vector<std::string>{"a.utilization", "b.queue_bytes", "c.utilization"}));
-  EXPECT_THROW(probes.derived_gauge("b.queue_bytes", [] { return 0.0; }), std::logic_error);
+  probes.clear_gauge_source(&load);
+  EXPECT_EQ(probes.gauge_names(), std::vector<std::string>{"b.queue_bytes"});
 }
