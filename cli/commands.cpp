@@ -770,6 +770,11 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     double wall_seconds = 0;
     std::optional<SeedsResult> seeds;
     const int seed_count = run_seeds_count > 0 ? run_seeds_count : s.simulation.seeds;
+    if (!trace_file.empty() && seed_count > 1) {
+      err << "fabricsim: error: --trace records one run; it cannot be combined with " << seed_count
+          << " seeds (--seeds or simulation.seeds)\n";
+      return kExitUsage;
+    }
     try {
       std::optional<ProgressDisplay> progress;
       ProgressFn callback;
@@ -778,16 +783,20 @@ int cli_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
         callback = [&](const Progress& p) { progress->update(p); };
       }
       const auto wall_start = std::chrono::steady_clock::now();
-      std::vector<TraceSpan> spans;
+      TrainingTrace trace;
       if (seed_count > 1) {
         seeds = run_seeds(s, cluster, seed_count, run_function(s));
         result = seeds->runs.front();
       } else {
         result = s.has_workload
-                     ? run_training(s, cluster, callback, trace_file.empty() ? nullptr : &spans)
+                     ? run_training(s, cluster, callback, trace_file.empty() ? nullptr : &trace)
                      : run_scenario(s, cluster, callback);
       }
-      if (!trace_file.empty()) write_file_atomically(trace_file, chrome_trace(spans));
+      if (!trace_file.empty()) {
+        write_file_atomically(trace_file, chrome_trace(trace));
+        if (const std::string notice = trace_cap_notice(trace); !notice.empty())
+          err << "fabricsim: note: " << trace_file << ": " << notice << "\n";
+      }
       wall_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
       if (progress) progress->finish();

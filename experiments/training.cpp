@@ -28,8 +28,55 @@ struct TrainingRun {
   std::vector<std::vector<double>> series_values;
 };
 
+// The link sampler's series as per-link tracks: a cumulative byte count becomes the
+// utilization of the interval before each sample (bytes / (line rate x interval)).
+void collect_network_tracks(const GaugeSampler& sampler,
+                            const std::map<std::string, std::pair<std::string, double>>& network,
+                            TrainingTrace& trace) {
+  trace.times = sampler.times();
+  std::map<std::string, TrainingTrace::Link> links;
+  for (std::size_t i = 0; i < sampler.names().size(); ++i) {
+    const std::string& gauge = sampler.names()[i];
+    const std::size_t dot = gauge.rfind('.');
+    const std::string link = gauge.substr(0, dot), what = gauge.substr(dot + 1);
+    const auto& [layer, bytes_per_s] = network.at(link);
+    TrainingTrace::Link& l = links[link];
+    l.layer = layer;
+    l.name = link;
+    const std::vector<double>& v = sampler.values()[i];
+    if (what == "queue_bytes") {
+      l.queue_bytes = v;
+    } else if (what == "utilization") {
+      l.utilization = v;
+    } else {  // tx_bytes_cumulative
+      l.utilization.assign(v.size(), 0.0);
+      for (std::size_t k = 1; k < v.size(); ++k) {
+        const double dt = (trace.times[k] - trace.times[k - 1]).seconds();
+        if (dt > 0 && bytes_per_s > 0) l.utilization[k] = (v[k] - v[k - 1]) / (bytes_per_s * dt);
+      }
+    }
+  }
+  for (auto& [name, l] : links) trace.links.push_back(std::move(l));
+}
+
+// PFC pause spans of the network's ports ("<port>.prio<p>_paused"), in the order they began.
+void collect_pauses(const ProbeRegistry& probes,
+                    const std::map<std::string, std::pair<std::string, double>>& network,
+                    TrainingTrace& trace) {
+  for (const SpanRecord& sp : probes.spans()) {
+    const std::string& name = probes.span_name_of(sp.name);
+    const std::size_t dot = name.rfind(".prio");
+    if (dot == std::string::npos || !name.ends_with("_paused")) continue;
+    const std::string port = name.substr(0, dot);
+    const auto it = network.find(port);
+    trace.pauses.push_back({it != network.end() ? it->second.first : std::string("network"), port,
+                            std::stoi(name.substr(dot + 5)), sp.start,
+                            std::min(sp.end, trace.end)});
+  }
+}
+
 TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const WorkloadSpec& spec,
-                     ProgressFn progress, std::string phase, bool trace, bool sample) {
+                     ProgressFn progress, std::string phase, TrainingTrace* trace, bool sample) {
   Simulation sim(s.seed);
   const std::unique_ptr<Fabric> fabric = make_fabric(sim, s, cluster);
   CollectiveEngine engine(sim, *fabric, s.gpu, s.nccl, s.execution);
@@ -75,10 +122,26 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
   const std::uint32_t dp_first =
       comms.dp.front().empty() ? comms.tp.front() : comms.dp.front().front();
   WorkloadDriver driver(sim, engine, spec, std::move(comms), speed);
-  if (trace) driver.enable_trace();
+  if (trace != nullptr) driver.enable_trace();
   // The training step's own gauges (not those of the one-server run the efficiency needs).
   std::unique_ptr<GaugeSampler> sampler;
   if (sample) sampler = record_timeseries(sim, s);
+  // The trace's network tracks: its own sampler over every network link, and PFC pause spans.
+  std::unique_ptr<GaugeSampler> link_sampler;
+  std::map<std::string, std::pair<std::string, double>> network;  // link -> layer, bytes/s
+  if (trace != nullptr) {
+    std::vector<std::string> gauges;
+    fabric->for_each_link([&](const Fabric::Link& l) {
+      if (l.layer == "NVLink" || l.layer == "PCIe" || l.layer == "host memory") return;
+      network.emplace(std::string(l.name), std::pair(std::string(l.layer), l.bytes_per_s));
+      for (const char* g : {".queue_bytes", ".tx_bytes_cumulative", ".utilization"})
+        gauges.push_back(fmt::format("{}{}", l.name, g));
+    });
+    trace->interval = s.simulation.sample_interval > Time::zero() ? s.simulation.sample_interval
+                                                                  : kTraceSampleInterval;
+    link_sampler = std::make_unique<GaugeSampler>(sim, gauges, trace->interval);
+    sim.probes().record_spans(true);
+  }
   driver.start();
   ProgressWatch watch(
       sim, std::move(progress), [&driver] { return driver.fraction_done(); }, std::move(phase));
@@ -100,6 +163,14 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
     r.series_names = sampler->names();
     r.series_times = sampler->times();
     r.series_values = sampler->values();
+  }
+  if (trace != nullptr) {
+    trace->spans = r.workload.trace;
+    trace->primitive_limit = WorkloadDriver::kTracePrimitiveLimit;
+    trace->primitives_dropped = engine.steps_dropped();
+    trace->end = sim.now();
+    collect_network_tracks(*link_sampler, network, *trace);
+    collect_pauses(sim.probes(), network, *trace);
   }
   for (const auto& c : sim.probes().counters())
     r.counters.emplace_back(std::string(c.name), c.value);
@@ -123,13 +194,12 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
 }  // namespace
 
 RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, ProgressFn progress,
-                       std::vector<TraceSpan>* trace) {
+                       TrainingTrace* trace) {
   if (scenario.cluster.servers < 1)
     throw std::invalid_argument("a [workload] needs a [server] model (GPUs to train on)");
   const bool study = !scenario.study_ops.empty();
   const TrainingRun full = simulate(scenario, cluster, scenario.workload, progress,
-                                    study ? "training step" : "", trace != nullptr, true);
-  if (trace != nullptr) *trace = full.workload.trace;
+                                    study ? "training step" : "", trace, true);
 
   // The same per-server work on one server alone: no gradient traffic across servers.
   Scenario one = scenario;
@@ -143,7 +213,7 @@ RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster, Pr
   one.workload.pipeline_stages = 1;  // one server holds one stage's work
   const BuiltCluster single(one);
   const TrainingRun alone = simulate(one, single, one.workload, study ? progress : ProgressFn{},
-                                     "one server alone", false, false);
+                                     "one server alone", nullptr, false);
 
   RunResult r;
   const WorkloadResult& w = full.workload;

@@ -22,8 +22,42 @@
 
 namespace fabricsim {
 
-// `trace` (when not null) receives the step timeline of the cluster run.
+// What `run --trace` shows of the cluster run (report/trace.hpp writes it).
+struct TrainingTrace {
+  // The step timeline, and the collectives' primitives on per-GPU tracks: up to
+  // `primitive_limit`, after which they are only counted (`primitives_dropped`).
+  std::vector<TraceSpan> spans;
+  std::size_t primitive_limit = 0;
+  std::uint64_t primitives_dropped = 0;
+  // The network's links (no in-server NVLink, PCIe or host memory), sampled every `interval`:
+  // each link's utilization over the interval before each sample (packet and hybrid level:
+  // wire bytes sent / line rate; flow level: the solver's share of the link's capacity at the
+  // sample) and, at packet level, its egress queue depth in bytes.
+  struct Link {
+    std::string layer, name;
+    std::vector<double> utilization, queue_bytes;  // aligned with `times`; empty: not measured
+  };
+  Time interval{};
+  std::vector<Time> times;
+  std::vector<Link> links;
+  // PFC pauses: a link's transmitter held paused on one priority, first pause frame to expiry
+  // or XON. A pause still on when the run ended ends at `end`.
+  struct Pause {
+    std::string layer, port;
+    int priority = 0;
+    Time start{}, end{};
+  };
+  std::vector<Pause> pauses;
+  Time end{};
+};
+
+// The step timeline's sampling period when the scenario sets no simulation.sample_interval:
+// coarse enough that a step of hundreds of milliseconds on a thousand links stays within
+// memory, fine enough to show each data-parallel bucket's AllReduce.
+inline constexpr Time kTraceSampleInterval = Time::from_ps(100'000'000);  // 100 us
+
+// `trace` (when not null) receives what the trace shows of the cluster run.
 RunResult run_training(const Scenario& scenario, const BuiltCluster& cluster,
-                       ProgressFn progress = {}, std::vector<TraceSpan>* trace = nullptr);
+                       ProgressFn progress = {}, TrainingTrace* trace = nullptr);
 
 }  // namespace fabricsim

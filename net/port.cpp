@@ -28,12 +28,14 @@ EgressPort::EgressPort(Simulation& sim, Pool<Packet>& pool, const std::string& n
   probes.attach(name + ".tx_bytes", tx_bytes_);
   probes.attach(name + ".tx_data_packets", tx_data_packets_);
   credits_.fill(cfg.vl_credits);
+  pause_span_.fill(ProbeRegistry::kNoSpan);
   for (int p = 0; p < kPriorities; ++p) {
     if ((lossless_ >> p & 1) == 0) continue;
     tx_pause_[p] = &probes.counter(fmt::format("{}.tx_prio{}_pause", name, p));
     rx_pause_[p] = &probes.counter(fmt::format("{}.rx_prio{}_pause", name, p));
     probes.attach(fmt::format("{}.prio{}_queue_bytes", name, p), prio_[p].queue_gauge);
     paused_gauge_[p] = &probes.gauge(fmt::format("{}.prio{}_paused", name, p));
+    pause_span_name_[p] = probes.span_name(fmt::format("{}.prio{}_paused", name, p));
     rx_pause_duration_ns_[p] =
         &probes.counter(fmt::format("{}.rx_prio{}_pause_duration_ns", name, p));
     if (cfg.watchdog > Time::zero()) {
@@ -226,6 +228,8 @@ void EgressPort::apply_pause(std::uint8_t priority, std::uint16_t quanta) {
   // One quantum is 512 bit times at this link's rate: 64 bytes' serialization time.
   prio_[priority].paused_until = now + tx_time(Bytes(64LL * quanta), cfg_.rate);
   if (paused_gauge_[priority] != nullptr) paused_gauge_[priority]->set(1);
+  if (pause_span_[priority] == ProbeRegistry::kNoSpan && (lossless_ >> priority & 1))
+    pause_span_[priority] = sim_.probes().open_span(pause_span_name_[priority], now);
   pause_started_[priority] = now;
   pause_timer_[priority] =
       sim_.schedule_cancellable_at(prio_[priority].paused_until, pause_expiry_, priority);
@@ -242,6 +246,8 @@ void EgressPort::on_pause_expiry(std::uint64_t priority) {
 
 void EgressPort::end_pause(std::uint8_t priority) {
   if (paused_gauge_[priority] != nullptr) paused_gauge_[priority]->set(0);
+  sim_.probes().close_span(pause_span_[priority], sim_.now());
+  pause_span_[priority] = ProbeRegistry::kNoSpan;
   sim_.cancel(watchdog_timer_[priority]);
   prio_[priority].storm = false;
 }

@@ -188,6 +188,10 @@ class EgressPort {
   std::array<EventHandle, kPriorities> watchdog_timer_{};
   // Per lossless priority: 1 while the far end holds the priority paused.
   std::array<Gauge*, kPriorities> paused_gauge_{};
+  // Per lossless priority: the span kind "<port>.prio<p>_paused" and the open span's record
+  // (from the first pause frame to the expiry or XON that ends the pause; a refresh extends it).
+  std::array<std::uint32_t, kPriorities> pause_span_name_{};
+  std::array<std::uint32_t, kPriorities> pause_span_{};
   // ethtool -S style, per lossless priority p: tx_prio<p>_pause (frames sent out this port),
   // rx_prio<p>_pause (frames received on this link, pausing this port), and the time paused.
   std::array<Counter*, kPriorities> tx_pause_{};

@@ -48,6 +48,11 @@ Gauge& ProbeRegistry::gauge(const std::string& name) {
   return g;
 }
 
+std::uint32_t ProbeRegistry::span_name(std::string name) {
+  span_names_.push_back(std::move(name));
+  return static_cast<std::uint32_t>(span_names_.size() - 1);
+}
+
 void ProbeRegistry::attach(const std::string& name, Counter& owned) {
   claim(name);
   counters_.emplace(name, &owned);

@@ -32,6 +32,13 @@ struct Gauge {
   void set(double v) { value = v; }
 };
 
+// A state a model was in from `start` to `end` (a port's priority paused by PFC); `end` is
+// Time::max() while the state lasts. `name` is the registry's span name id.
+struct SpanRecord {
+  std::uint32_t name = 0;
+  Time start{}, end = Time::max();
+};
+
 // Glob match with '*' (any run of characters) and '?' (one character).
 bool glob_match(std::string_view pattern, std::string_view name);
 
@@ -65,6 +72,25 @@ class ProbeRegistry {
   // path) registers a refresher that brings them up to date; it must clear it before it dies.
   void set_refresher(const void* owner, std::function<void()> refresh);
   void clear_refresher(const void* owner);
+  // Spans: a model names its kinds of span at build time (span_name) and, at each transition,
+  // asks for span_log(), which is null unless the scenario records spans (a trace does), so a
+  // run that records none pays one test per transition. open_span returns the record's index
+  // (npos when not recording), close_span ends it.
+  static constexpr std::uint32_t kNoSpan = 0xffffffffu;
+  std::uint32_t span_name(std::string name);
+  const std::string& span_name_of(std::uint32_t id) const { return span_names_[id]; }
+  void record_spans(bool on) { recording_spans_ = on; }
+  std::uint32_t open_span(std::uint32_t name, Time start) {
+    if (!recording_spans_) return kNoSpan;
+    spans_.push_back({name, start, Time::max()});
+    return static_cast<std::uint32_t>(spans_.size() - 1);
+  }
+  void close_span(std::uint32_t index, Time end) {
+    if (index != kNoSpan) spans_[index].end = end;
+  }
+  // In the order they opened (deterministic: the simulation's event order).
+  const std::vector<SpanRecord>& spans() const { return spans_; }
+
   // Gauge names matching any pattern, in name order, with a reader of each.
   std::vector<std::pair<std::string, GaugeReader>> gauges_matching(
       const std::vector<std::string>& patterns) const;
@@ -79,6 +105,9 @@ class ProbeRegistry {
   std::map<std::string, Gauge*, std::less<>> gauges_;
   std::vector<std::pair<const void*, std::function<void(const GaugeVisitor&)>>> gauge_sources_;
   std::vector<std::pair<const void*, std::function<void()>>> refreshers_;
+  std::vector<std::string> span_names_;
+  std::vector<SpanRecord> spans_;
+  bool recording_spans_ = false;
 };
 
 // Samples the selected gauges every `interval` while the simulation has model work pending; its

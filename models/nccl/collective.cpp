@@ -1092,8 +1092,8 @@ void CollectiveEngine::complete_op(std::uint32_t id, std::uint32_t s) {
   const Op o = run.ops[index];
   st.busy = false;
   ++st.next;
-  if (steps_ != nullptr && steps_->size() < step_limit_ && !st.nvswitch && !st.aggregator)
-    steps_->push_back({run.comm, st.rank, st.since, sim_.now()});
+  if (steps_ != nullptr && !st.nvswitch && !st.aggregator)
+    record_step({run.comm, st.rank, st.since, sim_.now()});
   run.op_done[index] = true;
   for (std::uint32_t i = o.recv_begin; i < o.recv_end; ++i) {
     Conn& k = run.conns[run.op_conns[i]];
@@ -1189,8 +1189,7 @@ void CollectiveEngine::on_pipeline_done(std::uint64_t payload) {
   const Pipeline& p = run.pipelines[static_cast<std::uint32_t>(payload)];
   for (const std::uint32_t rank : p.ranks) {
     run.result.rank_finish[rank] = std::max(run.result.rank_finish[rank], sim_.now());
-    if (steps_ != nullptr && steps_->size() < step_limit_)
-      steps_->push_back({run.comm, rank, run.result.start, sim_.now()});
+    if (steps_ != nullptr) record_step({run.comm, rank, run.result.start, sim_.now()});
   }
   if (--run.streams_left == 0) finish_pipelines(id);
 }

@@ -234,11 +234,14 @@ class CollectiveEngine final : public CompletionListener {
   TunerChoice choose(std::uint32_t comm, const CollectiveRequest& req) const;
 
   void on_message_complete(std::uint64_t id) override;
-  // Records every primitive into `out` (until it holds `limit` spans); null: off.
+  // Records every primitive into `out` (until it holds `limit` spans; the rest are only
+  // counted, steps_dropped()); null: off.
   void trace_steps(std::vector<StepSpan>* out, std::size_t limit) {
     steps_ = out;
     step_limit_ = limit;
+    steps_dropped_ = 0;
   }
+  std::uint64_t steps_dropped() const { return steps_dropped_; }
 
  private:
   // A first-in first-out queue on a vector (moves without allocating, unlike std::deque, so
@@ -374,8 +377,15 @@ class CollectiveEngine final : public CompletionListener {
   };
   std::map<std::uint64_t, Posted> messages_;
   HandlerId start_, op_done_, op_post_, copy_done_, handoff_, arrival_, pipeline_done_;
+  void record_step(const StepSpan& span) {
+    if (steps_->size() < step_limit_)
+      steps_->push_back(span);
+    else
+      ++steps_dropped_;
+  }
   std::vector<StepSpan>* steps_ = nullptr;
   std::size_t step_limit_ = 0;
+  std::uint64_t steps_dropped_ = 0;
 };
 
 }  // namespace fabricsim

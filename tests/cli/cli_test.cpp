@@ -12,6 +12,7 @@
 #include "fabricsim/revision.hpp"
 #include "fabricsim/version.hpp"
 #include "report/html.hpp"
+#include "report/trace.hpp"
 #include "scenario/schema.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -417,20 +418,48 @@ TEST(Workload, RunReportsTheCaseMetricsAndWritesAPerfettoTrace) {
        {"roce_throughput_gbps", "allreduce_ms_per_step", "allreduce_cross_node_ms",
         "pfc_pause_frames", "tokens_per_s", "scaling_efficiency"})
     EXPECT_NE(results.find(std::string("\"") + key + "\""), std::string::npos) << key;
+  // Written by TOML++'s JSON formatter: one key or value per line.
   const std::string trace = read(dir / "trace.json");
-  EXPECT_EQ(trace.rfind("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", 0), 0u);
-  EXPECT_NE(trace.find("\"name\": \"forward\", \"cat\": \"compute\", \"ph\": \"X\", \"ts\": 0.000"),
-            std::string::npos);
-  EXPECT_NE(trace.find("\"name\": \"DP AllReduce bucket 0\""), std::string::npos);
-  EXPECT_NE(trace.find("\"name\": \"TP AllReduce\""), std::string::npos);
-  // The collectives' primitives, per GPU.
-  EXPECT_NE(trace.find("\"args\": {\"name\": \"GPU 7 primitives\"}"), std::string::npos);
-  EXPECT_NE(trace.find("\"name\": \"primitive\", \"cat\": \"collective\""), std::string::npos);
-  EXPECT_EQ(trace.substr(trace.size() - 4), "\n]}\n");
-  // --trace is for training steps only.
+  const auto has = [&trace](const std::string& s) { return trace.find(s) != std::string::npos; };
+  EXPECT_EQ(trace.front(), '{');
+  EXPECT_TRUE(has("\"displayTimeUnit\" : \"ms\""));
+  EXPECT_TRUE(
+      has("\"cat\" : \"compute\",\n\"dur\" : 5000.0,\n\"name\" : \"forward\",\n\"ph\" : \"X\","));
+  EXPECT_TRUE(has("\"name\" : \"DP AllReduce bucket 0\""));
+  EXPECT_TRUE(has("\"name\" : \"TP AllReduce\""));
+  // The collectives' primitives, per GPU, all of them shown.
+  EXPECT_TRUE(has("\"name\" : \"GPU 7 primitives\""));
+  EXPECT_TRUE(has("\"cat\" : \"collective\""));
+  EXPECT_TRUE(has("\"primitives_left_out\" : 0,"));
+  EXPECT_EQ(o.err.find("left out"), std::string::npos) << o.err;
+  // Network tracks: a process per layer, a thread per link, utilization counters that reach a
+  // busy link's full rate while the DP AllReduce runs and never exceed it.
+  EXPECT_TRUE(has("\"name\" : \"network: leaf downlink\""));
+  EXPECT_TRUE(has("\"name\" : \"switch0.port0\""));
+  EXPECT_TRUE(has("\"name\" : \"switch0.port0 utilization\""));
+  double peak = 0;
+  for (std::size_t at = trace.find("\"utilization\" : "); at != std::string::npos;
+       at = trace.find("\"utilization\" : ", at + 1))
+    peak = std::max(peak, std::stod(trace.substr(at + 16)));
+  EXPECT_GT(peak, 0.9);
+  EXPECT_LE(peak, 1.0 + 1e-9);
+  // At packet level the links' queues are counters too.
+  const Outcome packet =
+      cli({"run", kSource + "/tests/data/workload.toml", "--fidelity", "packet", "--out",
+           dir.string(), "--quiet", "--trace", (dir / "packet.json").string()});
+  ASSERT_EQ(packet.code, 0) << packet.err;
+  const std::string packet_trace = read(dir / "packet.json");
+  EXPECT_NE(packet_trace.find("\"name\" : \"network: NIC\""), std::string::npos);
+  EXPECT_NE(packet_trace.find(" queue\",\n\"ph\" : \"C\""), std::string::npos);
+  EXPECT_NE(packet_trace.find("\"bytes\" : "), std::string::npos);
+  // --trace is for training steps only, and records one run.
   EXPECT_EQ(
       cli({"run", kSource + "/scenarios/default.toml", "--trace", (dir / "t.json").string()}).code,
       2);
+  EXPECT_EQ(cli({"run", kSource + "/tests/data/workload.toml", "--seeds", "2", "--trace",
+                 (dir / "t.json").string()})
+                .code,
+            2);
   fs::remove_all(dir);
 }
 
@@ -787,4 +816,42 @@ TEST(HtmlReport, NumbersAreWrittenForPeopleNotInScientificNotation) {
       << two;
   const auto first_delta = two.find("<span class=\"delta\">");
   EXPECT_EQ(two.find("<span class=\"delta\">", first_delta + 1), std::string::npos);
+}
+
+TEST(Trace, ACappedTraceSaysSoAndPfcPausesLieOnTheirLinksTrack) {
+  TrainingTrace t;
+  t.spans = {{"forward", 0, 0, Time::zero(), Time::from_ps(2'000'000)},
+             {"primitive", 0, 4, Time::from_ps(1'000'000), Time::from_ps(500'000)}};
+  t.primitive_limit = 1;
+  t.primitives_dropped = 41;
+  t.interval = Time::from_ps(1'000'000);
+  t.times = {Time::zero(), Time::from_ps(1'000'000), Time::from_ps(2'000'000)};
+  t.links = {{"leaf uplink", "leaf0.port4", {0, 0.5, 0.5}, {0, 4096, 0}}};
+  t.pauses = {
+      {"leaf uplink", "leaf0.port4", 3, Time::from_ps(1'200'000), Time::from_ps(1'700'000)}};
+  const std::string json = chrome_trace(t);
+  const auto has = [&json](const std::string& s) { return json.find(s) != std::string::npos; };
+  EXPECT_EQ(trace_cap_notice(t),
+            "the trace shows the first 1 collective primitives; 41 more are left out (the step "
+            "timeline and the network tracks are complete)");
+  EXPECT_TRUE(has("\"name\" : \"" + trace_cap_notice(t) + "\",\n\"ph\" : \"i\""));
+  EXPECT_TRUE(has("\"primitives_left_out\" : 41"));
+  // The layer is process 1 (after server 0), the link its thread 1; the pause lies on it.
+  EXPECT_TRUE(
+      has("\"name\" : \"network: leaf uplink\"\n},\n\"name\" : \"process_name\",\n\"ph\" : "
+          "\"M\",\n\"pid\" : 1"));
+  EXPECT_TRUE(
+      has("\"cat\" : \"PFC\",\n\"dur\" : 0.5,\n\"name\" : \"PFC pause (priority 3)\",\n\"ph\" "
+          ": \"X\",\n\"pid\" : 1,\n\"tid\" : 1,\n\"ts\" : 1.2"));
+  // A counter is written where it changes: utilization 0, 0.5 (not twice); queue 0, 4096, 0.
+  std::size_t half = 0;
+  for (std::size_t at = json.find("\"utilization\" : 0.5"); at != std::string::npos;
+       at = json.find("\"utilization\" : 0.5", at + 1))
+    ++half;
+  EXPECT_EQ(half, 1u);
+  EXPECT_TRUE(has("\"bytes\" : 4096.0"));
+  TrainingTrace whole = t;
+  whole.primitives_dropped = 0;
+  EXPECT_EQ(trace_cap_notice(whole), "");
+  EXPECT_EQ(chrome_trace(whole).find("left out ("), std::string::npos);
 }

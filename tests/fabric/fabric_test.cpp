@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "experiments/run.hpp"
@@ -33,6 +34,7 @@ struct FabricRun {
     net.messages().assign(generate_messages(
         scenario.traffic, static_cast<std::uint32_t>(net.nic_count()), sim.rng()));
     net.start_messages();
+    sim.probes().record_spans(true);  // changes nothing the run does (PfcPauseSpans...)
     sampler = std::make_unique<GaugeSampler>(sim, scenario.simulation.timeseries,
                                              scenario.simulation.sample_interval);
     monitor =
@@ -339,6 +341,31 @@ TEST(PacketFabric, TheTierSummaryShowsPausesSpreadingFromTheHotPortToTheFarLeafs
   EXPECT_GT(nic.max_paused_share, 0);
   EXPECT_LE(nic.max_paused_share, 1);
   EXPECT_GE(nic.paused_us, nic.max_paused_share * run.last_finish().us());
+
+  // The pause spans a trace draws: a port's spans add up to the time its counter says it stood
+  // paused (the counter truncates each piece to whole nanoseconds), and a port that received
+  // no pause frame has none.
+  std::map<std::string, double> span_ns;
+  for (const SpanRecord& sp : run.sim.probes().spans()) {
+    ASSERT_NE(sp.end, Time::max()) << "every pause ended by the end of the run";
+    ASSERT_GT(sp.end, sp.start);
+    span_ns[run.sim.probes().span_name_of(sp.name)] +=
+        static_cast<double>((sp.end - sp.start).ps()) / 1e3;
+  }
+  EXPECT_FALSE(span_ns.empty());
+  for (const auto& c : run.sim.probes().counters()) {
+    const std::string name(c.name);
+    if (!name.ends_with(".rx_prio3_pause")) continue;
+    const std::string port =
+        name.substr(0, name.size() - std::string_view(".rx_prio3_pause").size());
+    const std::uint64_t frames = c.value;
+    const double counted = static_cast<double>(run.counter(port + ".rx_prio3_pause_duration_ns"));
+    const double spans =
+        span_ns.contains(port + ".prio3_paused") ? span_ns[port + ".prio3_paused"] : 0;
+    EXPECT_EQ(frames == 0, spans == 0) << port;
+    EXPECT_GE(spans, counted) << port;
+    EXPECT_LE(spans, counted + static_cast<double>(frames) + 1) << port;
+  }
 
   FabricRun lossy(toml, {"switch.pfc=false"});
   std::vector<std::pair<std::string, std::uint64_t>> lossy_counters;
