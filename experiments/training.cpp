@@ -165,7 +165,7 @@ TrainingRun simulate(const Scenario& s, const BuiltCluster& cluster, const Workl
     r.series_values = sampler->values();
   }
   if (trace != nullptr) {
-    trace->spans = r.workload.trace;
+    trace->spans = std::move(r.workload.trace);  // up to 200,000 primitives: moved
     trace->primitive_limit = WorkloadDriver::kTracePrimitiveLimit;
     trace->primitives_dropped = engine.steps_dropped();
     trace->end = sim.now();
