@@ -244,10 +244,9 @@ PathSelection to_selection(const std::string& s) {
   return PathSelection::kHash;
 }
 
-template <class T>
-T read_file_or_report(Keys& r, std::string_view key, const std::filesystem::path& path,
-                      T (*import)(std::string_view, const ServerSpec&),
-                      const ServerSpec& defaults) {
+template <class Import>
+ServerSpec read_file_or_report(Keys& r, std::string_view key, const std::filesystem::path& path,
+                               const Import& import, const ServerSpec& defaults) {
   try {
     return import(read_input_file(path, "topology file"), defaults);
   } catch (const ConfigError& e) {
@@ -256,10 +255,6 @@ T read_file_or_report(Keys& r, std::string_view key, const std::filesystem::path
     r.error(key, fmt::format("{}: {}", path.string(), e.what()));
   }
   return defaults;
-}
-
-ServerSpec matrix_import(std::string_view text, const ServerSpec& defaults) {
-  return server_from_matrix(parse_topo_matrix(text), defaults);
 }
 
 // Any server written out in TOML: every key overrides the preset (or imported layout) value.
@@ -302,10 +297,13 @@ void read_server_layout(Keys& sv, ServerSpec& server) {
   server.pcie_switches.clear();
   for (const auto socket : sw_sockets)
     server.pcie_switches.push_back({static_cast<int>(socket), levels});
-  server.gpus.clear();
-  for (const auto sw : gpu_sw) server.gpus.push_back({static_cast<int>(sw), 0});
-  server.nics.clear();
-  for (const auto sw : nic_sw) server.nics.push_back({static_cast<int>(sw), 0});
+  // A device keeps its socket and NUMA node (an import's) when only its switch is set here.
+  const auto place = [](std::vector<ServerDevice>& devices, const std::vector<std::int64_t>& sw) {
+    devices.resize(sw.size());
+    for (std::size_t i = 0; i < sw.size(); ++i) devices[i].pcie_switch = static_cast<int>(sw[i]);
+  };
+  place(server.gpus, gpu_sw);
+  place(server.nics, nic_sw);
   std::vector<std::string> names = server.nic_names;
   names.resize(server.nics.size());
   for (std::size_t i = 0; i < names.size(); ++i)
@@ -332,6 +330,12 @@ void read_server(Keys& sv, Scenario& s) {
   if (smi && xml)
     sv.error("nccl_xml", "give either server.nvidia_smi or server.nccl_xml, not both");
   // An imported layout keeps the preset's rates and latencies for what the file does not say.
+  ImportOptions import;
+  import.include_storage_nics = sv.boolean("include_storage_nics");
+  import.compute_nics = sv.string_list("compute_nics", {});
+  const auto matrix_import = [&](std::string_view text, const ServerSpec& defaults) {
+    return server_from_matrix(parse_topo_matrix(text), defaults, import);
+  };
   if (smi) server = read_file_or_report(sv, "nvidia_smi", *smi, matrix_import, server);
   if (xml) server = read_file_or_report(sv, "nccl_xml", *xml, import_nccl_xml, server);
   server.nic_rate = sv.bandwidth("nic_rate", server.nic_rate);

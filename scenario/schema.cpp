@@ -253,6 +253,20 @@ void add_server(std::vector<KeySpec>& k) {
                .presence = P::kOptional,
                .doc = "import the server's layout from the text of `nvidia-smi topo -m` (path "
                       "relative to this scenario file); rates and latencies come from `preset`"});
+  k.push_back({.path = "server.include_storage_nics",
+               .type = T::kBoolean,
+               .fallback = false,
+               .doc = "with `nvidia_smi`: a NIC that shares a PCIe switch (PIX/PXB) with a GPU is "
+                      "a compute NIC, one that reaches every GPU only through a host bridge "
+                      "(PHB/NODE/SYS) a storage or management NIC, left out of the fabric (when "
+                      "no NIC shares a switch with a GPU, all are compute); `true` keeps every "
+                      "NIC in the fabric"});
+  k.push_back({.path = "server.compute_nics",
+               .type = T::kStringList,
+               .presence = P::kOptional,
+               .doc = "with `nvidia_smi`: exactly these NICs (names as in the matrix, e.g. "
+                      "`[\"mlx5_0\", \"mlx5_3\"]`) are compute NICs, instead of the PCIe "
+                      "rule of `include_storage_nics`"});
   k.push_back({.path = "server.nccl_xml",
                .type = T::kFile,
                .presence = P::kOptional,

@@ -3,9 +3,12 @@
 #include <boost/pending/disjoint_sets.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -223,6 +226,17 @@ bool is_relation(std::string_view t) {
          t == "SOC" || std::regex_match(std::string(t), nv);
 }
 
+// mlx5_2 before mlx5_10: names compared with their trailing numbers as numbers.
+bool natural_less(const std::string& a, const std::string& b) {
+  const auto split = [](const std::string& x) {
+    std::size_t d = x.size();
+    while (d > 0 && std::isdigit(static_cast<unsigned char>(x[d - 1]))) --d;
+    const long n = d < x.size() ? std::stol(x.substr(d)) : -1;
+    return std::pair{x.substr(0, d), n};
+  };
+  return split(a) < split(b);
+}
+
 std::vector<std::string> split_ws(std::string_view line) {
   std::vector<std::string> out;
   std::istringstream in{std::string(line)};
@@ -234,18 +248,28 @@ std::vector<std::string> split_ws(std::string_view line) {
 
 TopoMatrix topo_matrix(const ServerSpec& s) {
   TopoMatrix m;
-  const int g = static_cast<int>(s.gpus.size()), n = static_cast<int>(s.nics.size());
+  const int g = static_cast<int>(s.gpus.size());
   std::vector<const ServerDevice*> dev;
   for (int i = 0; i < g; ++i) {
     m.devices.push_back(fmt::format("GPU{}", i));
     dev.push_back(&s.gpus[i]);
   }
-  for (int i = 0; i < n; ++i) {
+  // Storage NICs go back between the compute NICs in the order of their names, as the driver
+  // lists them (mlx5_0, mlx5_1, ...), so an imported matrix exports unchanged.
+  std::vector<std::pair<const ServerDevice*, const std::string*>> nics;
+  for (std::size_t i = 0; i < s.nics.size(); ++i) nics.emplace_back(&s.nics[i], &s.nic_names[i]);
+  for (std::size_t i = 0; i < s.storage_nics.size(); ++i)
+    nics.emplace_back(&s.storage_nics[i], &s.storage_nic_names[i]);
+  if (!s.storage_nics.empty())
+    std::stable_sort(nics.begin(), nics.end(), [](const auto& a, const auto& b) {
+      return natural_less(*a.second, *b.second);
+    });
+  for (std::size_t i = 0; i < nics.size(); ++i) {
     m.devices.push_back(fmt::format("NIC{}", i));
-    dev.push_back(&s.nics[i]);
+    dev.push_back(nics[i].first);
+    m.nic_names.push_back(*nics[i].second);
   }
-  m.nic_names = s.nic_names;
-  const int total = g + n;
+  const int total = static_cast<int>(dev.size());
   m.relation.assign(total, std::vector<std::string>(total));
   for (int a = 0; a < total; ++a) {
     for (int b = 0; b < total; ++b) {
@@ -258,10 +282,14 @@ TopoMatrix topo_matrix(const ServerSpec& s) {
       }
     }
     const int socket = s.socket_of(*dev[a]);
-    m.cpu_affinity.push_back(a < g ? fmt::format("{}-{}", socket * s.cores_per_socket,
-                                                 (socket + 1) * s.cores_per_socket - 1)
-                                   : "");
-    m.numa_affinity.push_back(a < g ? fmt::format("{}", socket) : "");
+    const bool given = a < g && static_cast<std::size_t>(a) < s.gpu_cpu_affinity.size() &&
+                       !s.gpu_cpu_affinity[a].empty();
+    m.cpu_affinity.push_back(a >= g  ? ""
+                             : given ? s.gpu_cpu_affinity[a]
+                                     : fmt::format("{}-{}", socket * s.cores_per_socket,
+                                                   (socket + 1) * s.cores_per_socket - 1));
+    m.numa_affinity.push_back(a < g ? fmt::format("{}", dev[a]->numa >= 0 ? dev[a]->numa : socket)
+                                    : "");
   }
   return m;
 }
@@ -369,7 +397,15 @@ TopoMatrix parse_topo_matrix(std::string_view text) {
   return m;
 }
 
-ServerSpec server_from_matrix(const TopoMatrix& m, const ServerSpec& defaults) {
+std::vector<int> spread_nvswitch_links(int links, int switches) {
+  if (switches <= 0 || links <= 0) return {};
+  std::vector<int> out(switches, links / switches);
+  for (int i = 0; i < links % switches; ++i) ++out[i];
+  return out;
+}
+
+ServerSpec server_from_matrix(const TopoMatrix& m, const ServerSpec& defaults,
+                              const ImportOptions& options) {
   ServerSpec s = defaults;
   s.model = "imported";
   const std::size_t n = m.devices.size();
@@ -379,16 +415,23 @@ ServerSpec server_from_matrix(const TopoMatrix& m, const ServerSpec& defaults) {
   const auto rel = [&](std::size_t a, std::size_t b) -> const std::string& {
     return m.relation[a][b];
   };
+  // NUMA node per device as printed (GPUs only; "" or "N/A" unknown).
+  std::vector<int> numa(n, -1);
+  static const std::regex node_re("[0-9]+");
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::regex_match(m.numa_affinity[i], node_re)) numa[i] = std::stoi(m.numa_affinity[i]);
 
-  // Sockets: devices connected by anything but SYS share a socket (union-find).
+  // Sockets: devices connected by anything but SYS share a socket, and so do devices of one
+  // NUMA node (union-find). GPUs only NVLinked to each other carry no PCIe information among
+  // themselves; NICs or their NUMA nodes tie them.
   boost::disjoint_sets_with_storage<> sets(n);
   for (std::size_t i = 0; i < n; ++i) sets.make_set(i);
   const auto find = [&](std::size_t x) { return sets.find_set(x); };
   for (std::size_t a = 0; a < n; ++a)
     for (std::size_t b = a + 1; b < n; ++b)
-      if (rel(a, b) == "PIX" || rel(a, b) == "PXB" || rel(a, b) == "PHB" || rel(a, b) == "NODE")
+      if (rel(a, b) == "PIX" || rel(a, b) == "PXB" || rel(a, b) == "PHB" || rel(a, b) == "NODE" ||
+          (numa[a] >= 0 && numa[a] == numa[b]))
         sets.union_set(a, b);
-  // GPUs only NVLinked to everything carry no PCIe information among themselves; NICs tie them.
   std::map<std::size_t, int> socket_of_root;
   std::vector<int> socket(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -399,6 +442,13 @@ ServerSpec server_from_matrix(const TopoMatrix& m, const ServerSpec& defaults) {
     socket[i] = it->second;
   }
   s.sockets = std::max<int>(1, static_cast<int>(socket_of_root.size()));
+  // A NIC's node is that of the GPUs of its socket when they agree on one.
+  for (auto i : nic_idx) {
+    std::set<int> nodes;
+    for (auto gpu : gpu_idx)
+      if (socket[gpu] == socket[i] && numa[gpu] >= 0) nodes.insert(numa[gpu]);
+    if (nodes.size() == 1) numa[i] = *nodes.begin();
+  }
 
   // PCIe switches: connected groups of devices that are PIX/PXB to each other (a GPU pair that
   // shows NV# still shares a switch through the NICs they are both PIX/PXB to).
@@ -424,12 +474,39 @@ ServerSpec server_from_matrix(const TopoMatrix& m, const ServerSpec& defaults) {
   for (std::size_t a = 0; a < n; ++a)
     for (std::size_t b = 0; b < n; ++b)
       if (rel(a, b) == "PXB") s.pcie_switches[switch_of[a]].levels = 2;
-  const auto device = [&](std::size_t i) { return ServerDevice{switch_of[i], socket[i]}; };
+  const auto device = [&](std::size_t i) { return ServerDevice{switch_of[i], socket[i], numa[i]}; };
   s.gpus.clear();
+  s.gpu_cpu_affinity.clear();
+  for (auto i : gpu_idx) {
+    s.gpus.push_back(device(i));
+    s.gpu_cpu_affinity.push_back(m.cpu_affinity[i]);
+  }
+
+  // Compute NICs and storage NICs (ImportOptions).
+  const auto beside_gpu = [&](std::size_t nic) {
+    return std::any_of(gpu_idx.begin(), gpu_idx.end(),
+                       [&](std::size_t gpu) { return under_switch(nic, gpu); });
+  };
+  const bool any_beside = std::any_of(nic_idx.begin(), nic_idx.end(), beside_gpu);
+  for (const auto& name : options.compute_nics)
+    if (std::find(m.nic_names.begin(), m.nic_names.end(), name) == m.nic_names.end())
+      throw std::invalid_argument(
+          fmt::format("compute NIC \"{}\" is not in the matrix (its NICs: {})", name,
+                      fmt::join(m.nic_names, ", ")));
   s.nics.clear();
-  for (auto i : gpu_idx) s.gpus.push_back(device(i));
-  for (auto i : nic_idx) s.nics.push_back(device(i));
-  s.nic_names = m.nic_names;
+  s.nic_names.clear();
+  s.storage_nics.clear();
+  s.storage_nic_names.clear();
+  for (std::size_t k = 0; k < nic_idx.size(); ++k) {
+    const std::string& name = m.nic_names[k];
+    const bool compute = options.include_storage_nics ||
+                         (options.compute_nics.empty()
+                              ? !any_beside || beside_gpu(nic_idx[k])
+                              : std::find(options.compute_nics.begin(), options.compute_nics.end(),
+                                          name) != options.compute_nics.end());
+    (compute ? s.nics : s.storage_nics).push_back(device(nic_idx[k]));
+    (compute ? s.nic_names : s.storage_nic_names).push_back(name);
+  }
   static const std::regex range_re("([0-9]+)-([0-9]+)");
   std::smatch range;
   for (auto i : gpu_idx)
@@ -456,7 +533,13 @@ ServerSpec server_from_matrix(const TopoMatrix& m, const ServerSpec& defaults) {
   s.nvswitch_links.clear();
   s.nvlink_pairs.clear();
   if (uniform) {
-    s.nvswitch_links = {first};
+    // The matrix gives the links per GPU, not how many chips they go to: lspci's count when
+    // known, else the preset's split when it has as many links, else one chip.
+    int preset_links = 0;
+    for (int l : defaults.nvswitch_links) preset_links += l;
+    s.nvswitch_links = options.nvswitches > 0  ? spread_nvswitch_links(first, options.nvswitches)
+                       : preset_links == first ? defaults.nvswitch_links
+                                               : std::vector<int>{first};
   } else {
     s.nvlink_pairs = nv;
   }

@@ -27,6 +27,11 @@ struct PcieLink {
 struct ServerDevice {
   int pcie_switch = -1;  // index into pcie_switches, or -1 when on the CPU's root complex
   int socket = 0;        // used when pcie_switch == -1
+  // The NUMA node the OS numbers it with (nvidia-smi's NUMA Affinity; a NIC takes the node of
+  // the GPUs it shares a host bridge with), -1 when unknown. Within the model a socket is the
+  // unit that owns a host bridge and memory; the node number is what the user sees and what an
+  // export writes back (on AMD NPS4 parts the nodes are not 0..sockets-1).
+  int numa = -1;
 };
 
 struct PcieSwitchSpec {
@@ -50,8 +55,15 @@ struct ServerSpec {
   std::vector<ServerDevice> gpus;
   std::vector<ServerDevice> nics;
   std::vector<std::string> nic_names;  // mlx5_0, ...
-  Bandwidth nic_rate{};                // per NIC port
-  Bandwidth nvlink_rate{};             // per NVLink link, per direction
+  // NICs an import classified as storage or management (see ImportOptions): kept so that the
+  // server's inventory and its matrix stay whole, never part of the fabric.
+  std::vector<ServerDevice> storage_nics;
+  std::vector<std::string> storage_nic_names;
+  // Per GPU, the CPU list nvidia-smi printed (e.g. "48-63,176-191"); empty: derived from the
+  // GPU's socket and cores_per_socket.
+  std::vector<std::string> gpu_cpu_affinity;
+  Bandwidth nic_rate{};     // per NIC port
+  Bandwidth nvlink_rate{};  // per NVLink link, per direction
   Time nvlink_latency{};
   // NVLink through NVSwitch chips: every GPU has nvswitch_links[s] links to switch s.
   std::vector<int> nvswitch_links;
@@ -88,8 +100,29 @@ std::string format_topo_matrix(const TopoMatrix& m);
 // mlx5_N column names, with or without CPU/NUMA columns and legends). Throws
 // std::invalid_argument("line N: ...") on text that is not such a matrix.
 TopoMatrix parse_topo_matrix(std::string_view text);
+struct ImportOptions {
+  // NVSwitch chips in the server (lspci shows them; the matrix does not): 0 = unknown, then the
+  // NV# links keep the defaults' per-switch split when their sum matches, else one switch.
+  int nvswitches = 0;
+  // Names of the NICs that carry collective traffic; empty: classify by PCIe placement. A NIC
+  // is for compute when it shares a PCIe switch (PIX/PXB) with a GPU, which is where GPUDirect
+  // RDMA needs it and where DGX/HGX systems put their compute NICs; the others (reached from
+  // every GPU only through a host bridge: PHB, NODE, SYS) are storage or management NICs. When
+  // no NIC shares a switch with a GPU (PCIe servers with NICs on root ports) all are compute.
+  std::vector<std::string> compute_nics;
+  bool include_storage_nics = false;  // true: every NIC is a compute NIC
+};
+
 // Reconstructs a server from a matrix: NVLink from NV#, PCIe switches from PIX/PXB groups,
-// sockets from NUMA affinity or NODE/SYS classes. Rates and latencies come from `defaults`.
-ServerSpec server_from_matrix(const TopoMatrix& m, const ServerSpec& defaults);
+// sockets from NODE/PHB classes and NUMA affinity (devices of one NUMA node share a socket),
+// NUMA nodes and CPU lists as printed, storage NICs set apart (ImportOptions). Rates and
+// latencies come from `defaults`. Throws std::invalid_argument for a compute_nics name the
+// matrix does not have.
+ServerSpec server_from_matrix(const TopoMatrix& m, const ServerSpec& defaults,
+                              const ImportOptions& options = {});
+
+// NV# links spread over `switches` NVSwitch chips as evenly as links allow, the remainder on the
+// first chips (18 over 4: 5, 5, 4, 4, as DGX H100 topology dumps show).
+std::vector<int> spread_nvswitch_links(int links, int switches);
 
 }  // namespace fabricsim

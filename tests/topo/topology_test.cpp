@@ -265,12 +265,56 @@ TEST(Servers, ImportsARealDgxA100DumpWithStorageNicsInNps4) {
   EXPECT_EQ(m.numa_affinity[0], "3");
   const ServerSpec s = server_from_matrix(m, server_preset("dgx-a100"));
   EXPECT_EQ(s.gpus.size(), 8u);
-  EXPECT_EQ(s.nics.size(), 10u);
+  // mlx5_8/9 share no PCIe switch with a GPU: storage NICs, kept aside, out of the fabric.
+  EXPECT_EQ(s.nics.size(), 8u);
+  EXPECT_EQ(s.storage_nic_names, (std::vector<std::string>{"mlx5_8", "mlx5_9"}));
   EXPECT_EQ(s.pcie_switches.size(), 5u);
   EXPECT_EQ(s.sockets, 5);
   EXPECT_EQ(s.nvlink_count(0, 5), 12);
+  // 12 links per GPU, as many as the preset's 6 NVSwitches x 2: the preset's chip count stays.
+  EXPECT_EQ(s.nvswitch_links, (std::vector<int>{2, 2, 2, 2, 2, 2}));
   EXPECT_EQ(s.gpus[0].pcie_switch, s.nics[1].pcie_switch);
-  EXPECT_EQ(topo_matrix(s).relation, m.relation);  // export gives the same matrix back
+  // NUMA nodes as printed (NPS4: 3, 1, 7, 5), NICs on their GPUs' node, CPU lists kept.
+  EXPECT_EQ(s.gpus[2].numa, 1);
+  EXPECT_EQ(s.nics[7].numa, 5);
+  EXPECT_EQ(s.storage_nics[0].numa, -1);
+  const TopoMatrix back = topo_matrix(s);
+  EXPECT_EQ(back.relation, m.relation);  // export gives the same matrix back
+  EXPECT_EQ(back.numa_affinity, m.numa_affinity);
+  EXPECT_EQ(back.cpu_affinity, m.cpu_affinity);
+  EXPECT_EQ(back.nic_names, m.nic_names);
+  // Asked for, every NIC is a compute NIC; or exactly the ones named.
+  EXPECT_EQ(server_from_matrix(m, server_preset("dgx-a100"),
+                               {.compute_nics = {}, .include_storage_nics = true})
+                .nics.size(),
+            10u);
+  const ServerSpec two =
+      server_from_matrix(m, server_preset("dgx-a100"), {.compute_nics = {"mlx5_0", "mlx5_9"}});
+  EXPECT_EQ(two.nic_names, (std::vector<std::string>{"mlx5_0", "mlx5_9"}));
+  EXPECT_EQ(topo_matrix(two).relation, m.relation);
+  EXPECT_THROW(server_from_matrix(m, server_preset("dgx-a100"), {.compute_nics = {"mlx5_10"}}),
+               std::invalid_argument);
+  // lspci's chip count, when given, splits the links: 12 over 4 chips is 3 each.
+  EXPECT_EQ(server_from_matrix(m, server_preset("dgx-h100"), {.nvswitches = 4, .compute_nics = {}})
+                .nvswitch_links,
+            (std::vector<int>{3, 3, 3, 3}));
+  EXPECT_EQ(spread_nvswitch_links(18, 4), (std::vector<int>{5, 5, 4, 4}));
+}
+
+TEST(Servers, GpusOfOneNumaNodeShareASocketWithoutNics) {
+  // Two GPUs per NUMA node, NVLinked, no NIC: before NUMA affinity was read each GPU was its
+  // own socket.
+  const std::string text =
+      "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\n"
+      "GPU0\t X \tNV4\tNV4\tNV4\t0-15\t0\n"
+      "GPU1\tNV4\t X \tNV4\tNV4\t0-15\t0\n"
+      "GPU2\tNV4\tNV4\t X \tNV4\t16-31\t1\n"
+      "GPU3\tNV4\tNV4\tNV4\t X \t16-31\t1\n";
+  const ServerSpec s = server_from_matrix(parse_topo_matrix(text), server_preset("pcie-8gpu"));
+  EXPECT_EQ(s.sockets, 2);
+  EXPECT_EQ(s.socket_of(s.gpus[1]), s.socket_of(s.gpus[0]));
+  EXPECT_NE(s.socket_of(s.gpus[2]), s.socket_of(s.gpus[0]));
+  EXPECT_EQ(topo_matrix(s).numa_affinity[3], "1");
 }
 
 TEST(Servers, ImportsOldDriversAndNicLegends) {
