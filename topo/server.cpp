@@ -483,29 +483,31 @@ ServerSpec server_from_matrix(const TopoMatrix& m, const ServerSpec& defaults,
   }
 
   // Compute NICs and storage NICs (ImportOptions).
-  const auto beside_gpu = [&](std::size_t nic) {
-    return std::any_of(gpu_idx.begin(), gpu_idx.end(),
-                       [&](std::size_t gpu) { return under_switch(nic, gpu); });
-  };
-  const bool any_beside = std::any_of(nic_idx.begin(), nic_idx.end(), beside_gpu);
   for (const auto& name : options.compute_nics)
     if (std::find(m.nic_names.begin(), m.nic_names.end(), name) == m.nic_names.end())
       throw std::invalid_argument(
           fmt::format("compute NIC \"{}\" is not in the matrix (its NICs: {})", name,
                       fmt::join(m.nic_names, ", ")));
+  std::vector<bool> beside_gpu(nic_idx.size());
+  for (std::size_t k = 0; k < nic_idx.size(); ++k)
+    beside_gpu[k] = std::any_of(gpu_idx.begin(), gpu_idx.end(),
+                                [&](std::size_t gpu) { return under_switch(nic_idx[k], gpu); });
+  const bool any_beside = std::find(beside_gpu.begin(), beside_gpu.end(), true) != beside_gpu.end();
+  const auto is_compute = [&](std::size_t k) {
+    if (options.include_storage_nics) return true;
+    if (!options.compute_nics.empty())
+      return std::find(options.compute_nics.begin(), options.compute_nics.end(), m.nic_names[k]) !=
+             options.compute_nics.end();
+    return !any_beside || beside_gpu[k];
+  };
   s.nics.clear();
   s.nic_names.clear();
   s.storage_nics.clear();
   s.storage_nic_names.clear();
   for (std::size_t k = 0; k < nic_idx.size(); ++k) {
-    const std::string& name = m.nic_names[k];
-    const bool compute = options.include_storage_nics ||
-                         (options.compute_nics.empty()
-                              ? !any_beside || beside_gpu(nic_idx[k])
-                              : std::find(options.compute_nics.begin(), options.compute_nics.end(),
-                                          name) != options.compute_nics.end());
+    const bool compute = is_compute(k);
     (compute ? s.nics : s.storage_nics).push_back(device(nic_idx[k]));
-    (compute ? s.nic_names : s.storage_nic_names).push_back(name);
+    (compute ? s.nic_names : s.storage_nic_names).push_back(m.nic_names[k]);
   }
   static const std::regex range_re("([0-9]+)-([0-9]+)");
   std::smatch range;
